@@ -1,0 +1,70 @@
+import type { Baggage, BaggageEntry } from '@opentelemetry/api';
+import { CHAT_ID, CHAT_PLATFORM, CHAT_THREAD_ID, CHAT_TYPE, SESSION_ID, USER_ID, isSessionNamespaceKey } from './names.js';
+import type { Session } from './session.js';
+
+/** W3C baggage limits: at most 64 members and 8192 bytes in all (W3C Baggage, section 3.3.1). */
+export const MAX_BAGGAGE_MEMBERS = 64;
+export const MAX_BAGGAGE_BYTES = 8192;
+
+/**
+ * The session's baggage entries. Names (chat.name, user.name) are never included: baggage
+ * is copied to every downstream host, and names are personal data (lesson 16).
+ */
+export function sessionBaggageEntries(session: Session): Record<string, BaggageEntry> {
+  const entries: Record<string, BaggageEntry> = {
+    [CHAT_PLATFORM]: { value: session.platform },
+    [CHAT_TYPE]: { value: session.chatType },
+    [CHAT_ID]: { value: session.chatId },
+    [SESSION_ID]: { value: session.sessionId },
+  };
+  if (session.threadId !== undefined) entries[CHAT_THREAD_ID] = { value: session.threadId };
+  if (session.userId !== undefined) entries[USER_ID] = { value: session.userId };
+  return entries;
+}
+
+/**
+ * Keeps the entries `keep` accepts, within the W3C member and byte limits, in order.
+ * Sizes are counted as they would be serialized (percent-encoded), so what is kept fits.
+ */
+export function boundedEntries(
+  baggage: Baggage,
+  keep: (key: string, entry: BaggageEntry) => boolean,
+): { entries: Record<string, BaggageEntry>; dropped: number } {
+  const entries: Record<string, BaggageEntry> = {};
+  let members = 0;
+  let bytes = 0;
+  let dropped = 0;
+  for (const [key, entry] of baggage.getAllEntries()) {
+    if (!keep(key, entry)) {
+      dropped++;
+      continue;
+    }
+    const size = serializedSize(key, entry) + (members === 0 ? 0 : 1);
+    if (members >= MAX_BAGGAGE_MEMBERS || bytes + size > MAX_BAGGAGE_BYTES) {
+      dropped++;
+      continue;
+    }
+    entries[key] = entry;
+    members++;
+    bytes += size;
+  }
+  return { entries, dropped };
+}
+
+/**
+ * Which foreign (non-threadline) inbound baggage to keep: false keeps none, true keeps all,
+ * a list keeps those keys. threadline's own keys are always dropped.
+ */
+export type KeepBaggage = boolean | readonly string[];
+
+/** Filters inbound baggage: never threadline's keys, foreign ones per `keep`, within the limits. */
+export function filterInboundBaggage(baggage: Baggage, keep: KeepBaggage): { entries: Record<string, BaggageEntry>; dropped: number } {
+  if (keep === false) return { entries: {}, dropped: baggage.getAllEntries().length };
+  const allowed = keep === true ? undefined : new Set(keep);
+  return boundedEntries(baggage, (key) => !isSessionNamespaceKey(key) && (allowed === undefined || allowed.has(key)));
+}
+
+function serializedSize(key: string, entry: BaggageEntry): number {
+  const metadata = entry.metadata === undefined ? 0 : entry.metadata.toString().length + 1;
+  return Buffer.byteLength(encodeURIComponent(key)) + 1 + Buffer.byteLength(encodeURIComponent(entry.value)) + metadata;
+}

@@ -1,0 +1,98 @@
+import { ROOT_CONTEXT, propagation, trace, type BaggageEntry, type Context, type Link } from '@opentelemetry/api';
+import { MAX_BAGGAGE_BYTES, filterInboundBaggage, type KeepBaggage } from './baggage-entries.js';
+
+/**
+ * What an inbound `traceparent` may do: `trust` parents our trace under it, `link` starts a
+ * new trace linked to it, `ignore` drops it, `auto` trusts authenticated requests only.
+ */
+export type TraceparentPolicy = 'trust' | 'link' | 'ignore' | 'auto';
+
+export interface InboundOptions {
+  readonly traceparent?: TraceparentPolicy;
+  /** Whether the request proved who sent it (a bearer token, a platform signature). */
+  readonly authenticated?: boolean;
+  /** Foreign baggage to keep (default none); threadline's own keys are always dropped. */
+  readonly keepBaggage?: KeepBaggage;
+}
+
+/** The context to handle an inbound message in; start the root span with `links`. */
+export interface InboundTrace {
+  readonly context: Context;
+  readonly links: Link[];
+  /** Inbound baggage members dropped by policy or limits; worth a span attribute. */
+  readonly droppedBaggage: number;
+}
+
+export type InboundHeaders = Readonly<Record<string, string | readonly string[] | undefined>>;
+
+export const INBOUND_LINK_ATTRIBUTE = 'threadline.link';
+// A version-00 traceparent is 55 characters and tracestate is capped at 512 by its spec;
+// anything much longer is not worth parsing.
+const MAX_TRACEPARENT_LENGTH = 128;
+const MAX_TRACESTATE_LENGTH = 512;
+
+/**
+ * Builds the context for an inbound message from its HTTP headers (lowercase names, as
+ * node:http gives them), trusting nothing it need not: session routing never comes from
+ * headers (lesson 15), baggage is bounded before and after parsing, and the trace parent
+ * obeys `options.traceparent`. Never throws on malformed input: what cannot be parsed is
+ * dropped.
+ */
+export function inboundContext(headers: InboundHeaders, options: InboundOptions = {}): InboundTrace {
+  const carrier: Record<string, string> = {};
+  const traceparent = single(headers['traceparent']);
+  if (traceparent !== undefined && traceparent.length <= MAX_TRACEPARENT_LENGTH) {
+    carrier['traceparent'] = traceparent;
+    const tracestate = single(headers['tracestate']);
+    if (tracestate !== undefined && tracestate.length <= MAX_TRACESTATE_LENGTH) carrier['tracestate'] = tracestate;
+  }
+  const rawBaggage = joined(headers['baggage']);
+  let droppedBaggage = 0;
+  if (rawBaggage !== undefined) {
+    if (Buffer.byteLength(rawBaggage) <= MAX_BAGGAGE_BYTES) carrier['baggage'] = rawBaggage;
+    else droppedBaggage = rawBaggage.split(',').length;
+  }
+  let ctx = propagation.extract(ROOT_CONTEXT, carrier);
+
+  let links: Link[] = [];
+  const parent = trace.getSpanContext(ctx);
+  if (parent !== undefined) {
+    const policy = resolvePolicy(options);
+    if (policy !== 'trust') ctx = trace.deleteSpan(ctx);
+    if (policy === 'link') links = [{ context: parent, attributes: { [INBOUND_LINK_ATTRIBUTE]: 'inbound' } }];
+  }
+
+  const baggage = propagation.getBaggage(ctx);
+  if (baggage !== undefined) {
+    const { entries, dropped } = filterInboundBaggage(baggage, options.keepBaggage ?? false);
+    droppedBaggage += dropped;
+    ctx = withBaggageEntries(ctx, entries);
+  }
+  return { context: ctx, links, droppedBaggage };
+}
+
+/** `ctx` with exactly `entries` as its baggage (none when empty). */
+export function withBaggageEntries(ctx: Context, entries: Record<string, BaggageEntry>): Context {
+  return Object.keys(entries).length === 0
+    ? propagation.deleteBaggage(ctx)
+    : propagation.setBaggage(ctx, propagation.createBaggage(entries));
+}
+
+function resolvePolicy(options: InboundOptions): Exclude<TraceparentPolicy, 'auto'> {
+  const policy = options.traceparent ?? 'auto';
+  if (policy !== 'auto') return policy;
+  return options.authenticated === true ? 'trust' : 'link';
+}
+
+/** A header that must appear once: repeated or non-string means malformed. */
+function single(value: string | readonly string[] | undefined): string | undefined {
+  if (typeof value === 'string') return value;
+  return Array.isArray(value) && value.length === 1 && typeof value[0] === 'string' ? value[0] : undefined;
+}
+
+/** A list header that may be split over several lines (RFC 9110 section 5.3). */
+function joined(value: string | readonly string[] | undefined): string | undefined {
+  if (typeof value === 'string') return value;
+  if (!Array.isArray(value) || !value.every((part) => typeof part === 'string')) return undefined;
+  return value.join(',');
+}

@@ -1,0 +1,64 @@
+import { ROOT_CONTEXT, context, propagation, type Context } from '@opentelemetry/api';
+import { ThreadlineError } from '../errors.js';
+import { isSessionNamespaceKey } from './names.js';
+import { SESSION_KEY } from './context-keys.js';
+import { sessionBaggageEntries } from './baggage-entries.js';
+import type { Session, SessionInput } from './session.js';
+import { createSession } from './validate-session.js';
+
+/**
+ * Returns `parent` with the session set as a context value and as baggage. The whole
+ * routing is replaced: every threadline baggage entry of the parent is removed first, so a
+ * nested session never mixes the parent's thread with the child's chat.
+ */
+export function contextWithSession(parent: Context, input: SessionInput): Context {
+  const session = createSession(input);
+  const entries = sessionBaggageEntries(session);
+  const inherited = propagation.getBaggage(parent);
+  if (inherited !== undefined) {
+    for (const [key, entry] of inherited.getAllEntries()) {
+      if (!isSessionNamespaceKey(key)) entries[key] = entry;
+    }
+  }
+  return propagation.setBaggage(parent.setValue(SESSION_KEY, session), propagation.createBaggage(entries));
+}
+
+/** Runs `fn` in a new context holding the session; returns what `fn` returns. */
+export function withSession<T>(input: SessionInput, fn: () => T): T {
+  return context.with(contextWithSession(context.active(), input), fn);
+}
+
+/** The session of `ctx` (default: the active context), or undefined outside any session. */
+export function getSession(ctx: Context = context.active()): Session | undefined {
+  return ctx.getValue(SESSION_KEY) as Session | undefined;
+}
+
+/** Like getSession, but throws TL_SESSION_MISSING where no session is active. */
+export function requireSession(ctx: Context = context.active()): Session {
+  const session = getSession(ctx);
+  if (session === undefined) {
+    throw new ThreadlineError(
+      'TL_SESSION_MISSING',
+      'No session is active here. Call this inside withSession(), or capture the routing with captureRouting() and resume it.',
+    );
+  }
+  return session;
+}
+
+/**
+ * Runs `fn` in the empty root context. Use it to start long-lived loops, pools and handler
+ * tasks, so they never carry the routing of the message that happened to start them
+ * (lessons 3, 12).
+ */
+export function runDetached<T>(fn: () => T): T {
+  return context.with(ROOT_CONTEXT, fn);
+}
+
+/**
+ * Binds `fn` to the active context. Use it where a callback is handed to something that
+ * runs it later from another context: an EventEmitter created elsewhere, a shared queue or
+ * pool (lesson 11).
+ */
+export function bindToSession<F extends (...args: never[]) => unknown>(fn: F): F {
+  return context.bind(context.active(), fn);
+}

@@ -1,0 +1,52 @@
+import { createHash } from 'node:crypto';
+import { ThreadlineError } from '../errors.js';
+import type { ChatType } from './session.js';
+
+/** The routing parts that identify one conversation. userId only for per-user group sessions. */
+export interface SessionKeyParts {
+  readonly platform: string;
+  readonly chatType: ChatType;
+  readonly chatId: string;
+  readonly threadId?: string | undefined;
+  readonly userId?: string | undefined;
+}
+
+const VERSION = 'v1';
+
+/**
+ * An unambiguous text key for a conversation. Each part is percent-encoded, so no id can
+ * contain the ':' separator, and an absent part is the empty string, which no valid id is.
+ * Joining raw ids with ':' made "a:b"+"c" and "a"+"b:c" collide elsewhere (lesson 6).
+ */
+export function sessionKey(parts: SessionKeyParts): string {
+  return [VERSION, parts.platform, parts.chatType, parts.chatId, parts.threadId ?? '', parts.userId ?? '']
+    .map(encodeURIComponent)
+    .join(':');
+}
+
+/** Inverse of sessionKey; throws TL_SNAPSHOT_INVALID for text sessionKey cannot have made. */
+export function parseSessionKey(key: string): SessionKeyParts {
+  const pieces = key.split(':');
+  if (pieces.length !== 6 || pieces[0] !== VERSION) {
+    throw new ThreadlineError('TL_SNAPSHOT_INVALID', `Not a threadline session key: ${JSON.stringify(key.slice(0, 80))}`);
+  }
+  let decoded: string[];
+  try {
+    decoded = pieces.map(decodeURIComponent);
+  } catch (cause) {
+    throw new ThreadlineError('TL_SNAPSHOT_INVALID', 'Session key has broken percent-encoding', { cause });
+  }
+  const [, platform, chatType, chatId, threadId, userId] = decoded as [string, string, ChatType, string, string, string];
+  return {
+    platform,
+    chatType,
+    chatId,
+    ...(threadId === '' ? {} : { threadId }),
+    ...(userId === '' ? {} : { userId }),
+  };
+}
+
+/** A short, stable session id: a hash of the key, so it is fixed-length and safe everywhere. */
+export function deriveSessionId(parts: SessionKeyParts): string {
+  return 'tl_' + createHash('sha256').update(sessionKey(parts)).digest('base64url').slice(0, 22);
+}

@@ -1,0 +1,97 @@
+import { SessionFieldError } from '../errors.js';
+import { CHAT_TYPES, SESSION_FIELDS, type ChatType, type Session, type SessionInput } from './session.js';
+import { deriveSessionId } from './session-key.js';
+
+/** Longest id or name accepted, in UTF-16 code units. Bounds baggage, keys and span size. */
+export const MAX_FIELD_LENGTH = 256;
+
+const PLATFORM_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
+// Control characters (C0, DEL, C1), the Unicode line separators and lone surrogates (which
+// \p{Cs} matches only when unpaired in /u mode): they break logs, headers, env files and
+// percent-encoding.
+const UNSAFE_CHARACTERS = /[\p{Cc}\u2028\u2029\p{Cs}]/u;
+const KNOWN_FIELDS: ReadonlySet<string> = new Set(SESSION_FIELDS);
+
+/** Sessions that passed createSession; entering one of these again skips validation. */
+const validated = new WeakSet<Session>();
+
+export function isValidatedSession(value: unknown): value is Session {
+  return typeof value === 'object' && value !== null && validated.has(value as Session);
+}
+
+/**
+ * Validates routing input and returns a frozen Session. Throws SessionFieldError naming the
+ * first bad field. Unknown fields are refused so a typo (threadID) cannot silently drop a
+ * thread and send a reply to the main chat.
+ */
+export function createSession(input: SessionInput): Session {
+  if (isValidatedSession(input)) return input;
+  if (typeof input !== 'object' || input === null) {
+    throw new SessionFieldError('session', `expected an object, got ${describe(input)}`);
+  }
+  for (const key of Object.keys(input)) {
+    if (!KNOWN_FIELDS.has(key)) {
+      throw new SessionFieldError(key, `unknown field; expected one of ${SESSION_FIELDS.join(', ')}`);
+    }
+  }
+  const platform = requiredText(input, 'platform');
+  if (!PLATFORM_PATTERN.test(platform)) {
+    throw new SessionFieldError('platform', 'must be a lowercase name like "telegram" (a-z, 0-9, _ or -, at most 32)');
+  }
+  const chatType = input.chatType as unknown;
+  if (!CHAT_TYPES.includes(chatType as ChatType)) {
+    throw new SessionFieldError('chatType', `must be one of ${CHAT_TYPES.join(', ')}, got ${describe(chatType)}`);
+  }
+  const chatId = requiredText(input, 'chatId');
+  const threadId = optionalText(input, 'threadId');
+  const userId = optionalText(input, 'userId');
+  const session: Session = {
+    platform,
+    chatId,
+    chatType: chatType as ChatType,
+    ...optional('chatName', optionalText(input, 'chatName')),
+    ...optional('threadId', threadId),
+    ...optional('userId', userId),
+    ...optional('userName', optionalText(input, 'userName')),
+    ...optional('messageId', optionalText(input, 'messageId')),
+    sessionId:
+      optionalText(input, 'sessionId') ??
+      deriveSessionId({ platform, chatType: chatType as ChatType, chatId, threadId }),
+  };
+  Object.freeze(session);
+  validated.add(session);
+  return session;
+}
+
+function requiredText(input: SessionInput, field: keyof SessionInput): string {
+  const value = optionalText(input, field);
+  if (value === undefined) throw new SessionFieldError(field, 'is required');
+  return value;
+}
+
+/** Checks one text field; exported for other modules that accept ids (session keys). */
+export function optionalText(input: object, field: string): string | undefined {
+  const value = (input as Record<string, unknown>)[field];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') {
+    throw new SessionFieldError(field, `must be a string, got ${describe(value)}; convert numeric ids with String(id)`);
+  }
+  if (value.length === 0) throw new SessionFieldError(field, 'must not be empty; omit the field when there is none');
+  if (value.length > MAX_FIELD_LENGTH) {
+    throw new SessionFieldError(field, `must be at most ${MAX_FIELD_LENGTH} characters, got ${value.length}`);
+  }
+  if (UNSAFE_CHARACTERS.test(value)) {
+    throw new SessionFieldError(field, 'must not contain control characters, line separators or lone surrogates');
+  }
+  return value;
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'string' ? JSON.stringify(value.slice(0, 40)) : typeof value;
+}

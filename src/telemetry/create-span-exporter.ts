@@ -1,0 +1,31 @@
+import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { ConsoleSpanExporter, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { FileSpanExporter } from './file-span-exporter.js';
+import type { TelemetryConfig } from './telemetry-config.js';
+
+/** The exporter the configuration names; undefined for `none`. OTLP ones read OTEL_EXPORTER_OTLP_* themselves. */
+export function createSpanExporter(config: TelemetryConfig): SpanExporter | undefined {
+  switch (config.exporter) {
+    case 'file':
+      return new FileSpanExporter(config.traceFile);
+    case 'console':
+      return new ConsoleSpanExporter();
+    case 'otlp':
+      return config.otlpProtocol === 'http/json' ? new OtlpJsonExporter() : new OtlpProtobufExporter();
+    case 'none':
+      return undefined;
+  }
+}
+
+/** Where spans go, for the start-up banner. */
+export function describeExporter(config: TelemetryConfig): string {
+  switch (config.exporter) {
+    case 'file':
+      return `file ${config.traceFile}`;
+    case 'otlp':
+      return `otlp ${config.otlpProtocol} ${process.env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || process.env['OTEL_EXPORTER_OTLP_ENDPOINT'] || 'http://localhost:4318'}`;
+    default:
+      return config.exporter;
+  }
+}

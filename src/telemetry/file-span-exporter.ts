@@ -1,0 +1,44 @@
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { dirname } from 'node:path';
+import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
+import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+
+/**
+ * Appends each exported batch to a file as one line of OTLP/JSON (an
+ * ExportTraceServiceRequest): the default when no collector is configured, so `npm start`
+ * needs no server and the file can be replayed into any OTLP receiver later.
+ */
+export class FileSpanExporter implements SpanExporter {
+  private stream: WriteStream | undefined;
+
+  constructor(readonly path: string) {}
+
+  export(spans: ReadableSpan[], resultCallback: (result: ExportResult) => void): void {
+    const line = Buffer.concat([JsonTraceSerializer.serializeRequest(spans)!, Buffer.from('\n')]);
+    this.open().write(line, (error) => {
+      resultCallback(error ? { code: ExportResultCode.FAILED, error } : { code: ExportResultCode.SUCCESS });
+    });
+  }
+
+  forceFlush(): Promise<void> {
+    const stream = this.stream;
+    if (stream === undefined || stream.writableLength === 0) return Promise.resolve();
+    return new Promise((resolve) => stream.once('drain', resolve));
+  }
+
+  shutdown(): Promise<void> {
+    const stream = this.stream;
+    this.stream = undefined;
+    if (stream === undefined) return Promise.resolve();
+    return new Promise((resolve, reject) => stream.end((error?: Error | null) => (error ? reject(error) : resolve())));
+  }
+
+  private open(): WriteStream {
+    if (this.stream === undefined) {
+      mkdirSync(dirname(this.path), { recursive: true });
+      this.stream = createWriteStream(this.path, { flags: 'a' });
+    }
+    return this.stream;
+  }
+}

@@ -1,0 +1,53 @@
+import { context, trace } from '@opentelemetry/api';
+import { pino, type DestinationStream, type Logger } from 'pino';
+import { getSession, names } from '../session/index.js';
+
+export interface LoggerOptions {
+  readonly level?: string;
+  /** Log chat and user names as they are; by default they are redacted. */
+  readonly includeNames?: boolean;
+  readonly destination?: DestinationStream;
+}
+
+const REDACTED_PATHS = ['chatName', 'userName', '*.chatName', '*.userName', `"${names.CHAT_NAME}"`, `"${names.USER_NAME}"`];
+
+/**
+ * A pino logger whose every record carries trace_id, span_id and the routing of the active
+ * session, read at the moment of logging, so a log line can be found from its trace and its
+ * chat. Names in logged objects are redacted unless `includeNames`.
+ */
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const includeNames = options.includeNames ?? false;
+  return pino(
+    {
+      level: options.level ?? 'info',
+      mixin: () => contextFields(includeNames),
+      ...(includeNames ? {} : { redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }),
+    },
+    options.destination,
+  );
+}
+
+function contextFields(includeNames: boolean): Record<string, string> {
+  const ctx = context.active();
+  const fields: Record<string, string> = {};
+  const span = trace.getSpanContext(ctx);
+  if (span !== undefined) {
+    fields['trace_id'] = span.traceId;
+    fields['span_id'] = span.spanId;
+    fields['trace_flags'] = span.traceFlags.toString(16).padStart(2, '0');
+  }
+  const session = getSession(ctx);
+  if (session === undefined) return fields;
+  fields[names.CHAT_PLATFORM] = session.platform;
+  fields[names.CHAT_TYPE] = session.chatType;
+  fields[names.CHAT_ID] = session.chatId;
+  if (session.threadId !== undefined) fields[names.CHAT_THREAD_ID] = session.threadId;
+  if (session.userId !== undefined) fields[names.USER_ID] = session.userId;
+  fields[names.SESSION_ID] = session.sessionId;
+  if (includeNames) {
+    if (session.chatName !== undefined) fields[names.CHAT_NAME] = session.chatName;
+    if (session.userName !== undefined) fields[names.USER_NAME] = session.userName;
+  }
+  return fields;
+}

@@ -1,0 +1,23 @@
+/**
+ * The telemetry bootstrap, loaded before the application with
+ * `node --import threadline/telemetry/register` so instrumentations patch modules before
+ * anything loads them. Fails the process at start-up, not at the first message, when the
+ * configuration is unusable or context does not propagate.
+ */
+import { ThreadlineError } from '../errors.js';
+import { assertContextPropagation } from '../session/index.js';
+import { startTelemetry, type Telemetry } from './start-telemetry.js';
+
+export const telemetry: Telemetry = await start();
+
+async function start(): Promise<Telemetry> {
+  try {
+    const started = startTelemetry();
+    await assertContextPropagation();
+    return started;
+  } catch (error) {
+    if (!(error instanceof ThreadlineError)) throw error;
+    process.stderr.write(`threadline: ${error.message} [${error.code}]\n`);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,73 @@
+import {
+  propagation,
+  trace,
+  type Context,
+  type TextMapGetter,
+  type TextMapPropagator,
+  type TextMapSetter,
+} from '@opentelemetry/api';
+import { W3CBaggagePropagator } from '@opentelemetry/core';
+import {
+  DEFAULT_OUTBOUND_POLICY,
+  DESTINATION_HOST_KEY,
+  filterInboundBaggage,
+  outboundBaggage,
+  withBaggageEntries,
+  type KeepBaggage,
+  type OutboundBaggagePolicy,
+} from '../session/index.js';
+
+/**
+ * The W3C baggage propagator with threadline's policies around it.
+ *
+ * Inject: threadline keys go out only as the outbound policy allows for the destination
+ * host, taken from outboundHeaders() or from the client span an instrumentation injects
+ * with (server.address, net.peer.name or url.full).
+ *
+ * Extract: threadline keys are dropped whatever their case, and other members kept only
+ * when `keepInboundBaggage` says so. The W3C parser underneath is bounded (opentelemetry-js
+ * core >= 2.8.0), and inboundContext() bounds the raw header before it gets here.
+ */
+export class SessionBaggagePropagator implements TextMapPropagator {
+  private readonly w3c = new W3CBaggagePropagator();
+
+  constructor(
+    private readonly policy: OutboundBaggagePolicy = DEFAULT_OUTBOUND_POLICY,
+    private readonly keepInboundBaggage: KeepBaggage = false,
+  ) {}
+
+  inject(ctx: Context, carrier: unknown, setter: TextMapSetter): void {
+    const baggage = propagation.getBaggage(ctx);
+    if (baggage === undefined) return;
+    const filtered = outboundBaggage(baggage, this.policy, destinationHost(ctx));
+    this.w3c.inject(propagation.setBaggage(ctx, filtered), carrier, setter);
+  }
+
+  extract(ctx: Context, carrier: unknown, getter: TextMapGetter): Context {
+    const extracted = this.w3c.extract(ctx, carrier, getter);
+    const baggage = propagation.getBaggage(extracted);
+    if (extracted === ctx || baggage === undefined) return extracted;
+    return withBaggageEntries(extracted, filterInboundBaggage(baggage, this.keepInboundBaggage).entries);
+  }
+
+  fields(): string[] {
+    return this.w3c.fields();
+  }
+}
+
+/** The host an injection is for, when known. */
+function destinationHost(ctx: Context): string | undefined {
+  const marked = ctx.getValue(DESTINATION_HOST_KEY);
+  if (typeof marked === 'string') return marked;
+  const attributes = (trace.getSpan(ctx) as { attributes?: Record<string, unknown> } | undefined)?.attributes;
+  if (attributes === undefined) return undefined;
+  const address = attributes['server.address'] ?? attributes['net.peer.name'];
+  if (typeof address === 'string') return address;
+  const url = attributes['url.full'] ?? attributes['http.url'];
+  if (typeof url !== 'string') return undefined;
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return undefined;
+  }
+}

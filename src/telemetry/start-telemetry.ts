@@ -1,0 +1,41 @@
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
+import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
+import { NodeSDK } from '@opentelemetry/sdk-node';
+import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { createSpanExporter } from './create-span-exporter.js';
+import { createPropagator, installContext } from './install-context.js';
+import { SessionSpanProcessor } from './session-span-processor.js';
+import { readTelemetryConfig, type TelemetryConfig } from './telemetry-config.js';
+
+export interface Telemetry {
+  readonly config: TelemetryConfig;
+  /** Flushes pending spans and stops exporting; call once, on the way out. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * Boots OpenTelemetry for threadline: the AsyncLocalStorage context manager, W3C trace
+ * context and baggage propagators with threadline's policies, http and undici
+ * instrumentations, the SessionSpanProcessor ahead of a batch exporter. With tracing off
+ * only the context manager and propagators are registered, because routing needs them.
+ */
+export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()): Telemetry {
+  const propagator = createPropagator(config);
+  const exporter = createSpanExporter(config);
+  // Built before anything is registered, so a bad privacy setting fails before start-up.
+  const stamper = new SessionSpanProcessor(config.attributes);
+  if (exporter === undefined) {
+    installContext(propagator);
+    return { config, shutdown: () => Promise.resolve() };
+  }
+  const sdk = new NodeSDK({
+    serviceName: config.serviceName,
+    contextManager: new AsyncLocalStorageContextManager(),
+    textMapPropagator: propagator,
+    instrumentations: [new HttpInstrumentation(), new UndiciInstrumentation()],
+    spanProcessors: [stamper, new BatchSpanProcessor(exporter)],
+  });
+  sdk.start();
+  return { config, shutdown: () => sdk.shutdown() };
+}
