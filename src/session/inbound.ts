@@ -47,11 +47,7 @@ export function inboundContext(headers: InboundHeaders, options: InboundOptions 
     if (tracestate !== undefined && tracestate.length <= MAX_TRACESTATE_LENGTH) carrier['tracestate'] = tracestate;
   }
   const rawBaggage = joined(headers['baggage']);
-  let droppedBaggage = 0;
-  if (rawBaggage !== undefined) {
-    if (Buffer.byteLength(rawBaggage) <= MAX_BAGGAGE_BYTES) carrier['baggage'] = rawBaggage;
-    else droppedBaggage = rawBaggage.split(',').length;
-  }
+  if (rawBaggage !== undefined && Buffer.byteLength(rawBaggage) <= MAX_BAGGAGE_BYTES) carrier['baggage'] = rawBaggage;
   let ctx = propagation.extract(ROOT_CONTEXT, carrier);
 
   let links: Link[] = [];
@@ -62,12 +58,17 @@ export function inboundContext(headers: InboundHeaders, options: InboundOptions 
     if (policy === 'link') links = [{ context: parent, attributes: { [INBOUND_LINK_ATTRIBUTE]: 'inbound' } }];
   }
 
+  // The global propagator may have filtered already; filtering again keeps this function
+  // safe whichever propagator is registered.
   const baggage = propagation.getBaggage(ctx);
+  let kept = 0;
   if (baggage !== undefined) {
-    const { entries, dropped } = filterInboundBaggage(baggage, options.keepBaggage ?? false);
-    droppedBaggage += dropped;
+    const { entries } = filterInboundBaggage(baggage, options.keepBaggage ?? false);
+    kept = Object.keys(entries).length;
     ctx = withBaggageEntries(ctx, entries);
   }
+  // Counted against the raw header, so malformed and oversized members count as dropped.
+  const droppedBaggage = rawBaggage === undefined ? 0 : countMembers(rawBaggage) - kept;
   return { context: ctx, links, droppedBaggage };
 }
 
@@ -82,6 +83,12 @@ function resolvePolicy(options: InboundOptions): Exclude<TraceparentPolicy, 'aut
   const policy = options.traceparent ?? 'auto';
   if (policy !== 'auto') return policy;
   return options.authenticated === true ? 'trust' : 'link';
+}
+
+function countMembers(header: string): number {
+  let members = 0;
+  for (const member of header.split(',')) if (member.trim() !== '') members++;
+  return members;
 }
 
 /** A header that must appear once: repeated or non-string means malformed. */
