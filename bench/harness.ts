@@ -2,10 +2,13 @@
  * A small interleaving timer for sub-microsecond operations.
  *
  * Why not tinybench: it times each task in its own block (all of A, then all of B), so
- * drift, JIT tier-ups and GC pauses land on whichever task happens to be running, and it
- * gives per-task statistics only, not the paired per-round differences the "added cost"
- * ratios need. Here every round times one batch of every case, back to back, and the
- * starting case rotates each round, so slow phases hit all cases alike.
+ * drift, JIT tier-ups, GC pauses and other processes' bursts land on whichever task happens
+ * to be running, and it gives per-task statistics only, not the paired per-round
+ * differences the "added cost" ratio needs. Here every round times one batch of every case,
+ * back to back, and the starting case rotates each round, so slow phases hit all cases alike.
+ *
+ * Every case's batch is sized to the same duration: a longer batch is more often hit by a
+ * preemption on a shared machine, which would bias the medians against the slower case.
  */
 
 /** One alternative: `run(ops)` performs `ops` operations. */
@@ -15,28 +18,59 @@ export interface Case {
 }
 
 export interface Plan {
-  /** Operations per timed batch: enough that the ~50 ns timer read is noise. */
-  readonly ops: number;
-  /** Untimed rounds first, so every case runs optimised code when timing starts. */
+  /** Target duration of one timed batch: far above the ~0.1 µs timer cost, far below a time slice. */
+  readonly batchNs: number;
+  /** Untimed rounds that size the batches, so timing starts on optimised code. */
   readonly warmupRounds: number;
   readonly rounds: number;
 }
 
-/** Nanoseconds per operation, one entry per round, keyed by case name. */
-export type Samples = ReadonlyMap<string, readonly number[]>;
+export interface Samples {
+  /** Nanoseconds per operation, one entry per round. */
+  readonly perOp: ReadonlyMap<string, readonly number[]>;
+  /** Operations per timed batch. */
+  readonly ops: ReadonlyMap<string, number>;
+}
 
-export function interleave(cases: readonly Case[], plan: Plan): Samples {
-  const samples = new Map<string, number[]>(cases.map((c) => [c.name, []]));
-  for (let round = -plan.warmupRounds; round < plan.rounds; round++) {
+function timeBatch(c: Case, ops: number): number {
+  const start = process.hrtime.bigint();
+  c.run(ops);
+  return Number(process.hrtime.bigint() - start) / ops;
+}
+
+const order = (cases: readonly Case[], round: number, k: number) => cases[(round + k) % cases.length]!;
+
+/**
+ * Untimed interleaved rounds; returns each case's batch size for `plan.batchNs`. Each batch
+ * is resized from the previous one's speed, and the final size comes from the median speed
+ * of the second half, when the code is optimised.
+ */
+function warmUp(cases: readonly Case[], plan: Plan): Map<string, number> {
+  const ops = new Map(cases.map((c) => [c.name, 1]));
+  const warm = new Map<string, number[]>(cases.map((c) => [c.name, []]));
+  for (let round = 0; round < plan.warmupRounds; round++) {
     for (let k = 0; k < cases.length; k++) {
-      const c = cases[(((round % cases.length) + cases.length + k) % cases.length)]!;
-      const start = process.hrtime.bigint();
-      c.run(plan.ops);
-      const elapsed = Number(process.hrtime.bigint() - start);
-      if (round >= 0) samples.get(c.name)!.push(elapsed / plan.ops);
+      const c = order(cases, round, k);
+      const nsPerOp = timeBatch(c, ops.get(c.name)!);
+      ops.set(c.name, Math.max(1, Math.round(plan.batchNs / nsPerOp)));
+      if (round >= plan.warmupRounds / 2) warm.get(c.name)!.push(nsPerOp);
     }
   }
-  return samples;
+  for (const c of cases) ops.set(c.name, Math.max(1, Math.round(plan.batchNs / median(warm.get(c.name)!))));
+  return ops;
+}
+
+/** Warms up, then times `plan.rounds` rounds of identical batches. */
+export function interleave(cases: readonly Case[], plan: Plan): Samples {
+  const ops = warmUp(cases, plan);
+  const perOp = new Map<string, number[]>(cases.map((c) => [c.name, []]));
+  for (let round = 0; round < plan.rounds; round++) {
+    for (let k = 0; k < cases.length; k++) {
+      const c = order(cases, round, k);
+      perOp.get(c.name)!.push(timeBatch(c, ops.get(c.name)!));
+    }
+  }
+  return { perOp, ops };
 }
 
 export function quantile(values: readonly number[], q: number): number {
@@ -50,7 +84,7 @@ export function quantile(values: readonly number[], q: number): number {
 export const median = (values: readonly number[]): number => quantile(values, 0.5);
 
 export function series(samples: Samples, name: string): readonly number[] {
-  const values = samples.get(name);
+  const values = samples.perOp.get(name);
   if (values === undefined) throw new Error(`no samples for ${name}`);
   return values;
 }

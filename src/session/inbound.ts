@@ -1,5 +1,6 @@
 import { ROOT_CONTEXT, propagation, trace, type BaggageEntry, type Context, type Link } from '@opentelemetry/api';
 import { MAX_BAGGAGE_BYTES, filterInboundBaggage, type KeepBaggage } from './baggage-entries.js';
+import { INBOUND_KEEP_BAGGAGE_KEY } from './context-keys.js';
 
 /**
  * What an inbound `traceparent` may do: `trust` parents our trace under it, `link` starts a
@@ -48,7 +49,11 @@ export function inboundContext(headers: InboundHeaders, options: InboundOptions 
   }
   const rawBaggage = joined(headers['baggage']);
   if (rawBaggage !== undefined && Buffer.byteLength(rawBaggage) <= MAX_BAGGAGE_BYTES) carrier['baggage'] = rawBaggage;
-  let ctx = propagation.extract(ROOT_CONTEXT, carrier);
+  const keepBaggage = options.keepBaggage ?? false;
+  // Tells threadline's propagator to keep what this call asked for, not its start-up default.
+  let ctx = propagation
+    .extract(ROOT_CONTEXT.setValue(INBOUND_KEEP_BAGGAGE_KEY, keepBaggage), carrier)
+    .deleteValue(INBOUND_KEEP_BAGGAGE_KEY);
 
   let links: Link[] = [];
   const parent = trace.getSpanContext(ctx);
@@ -63,12 +68,12 @@ export function inboundContext(headers: InboundHeaders, options: InboundOptions 
   const baggage = propagation.getBaggage(ctx);
   let kept = 0;
   if (baggage !== undefined) {
-    const { entries } = filterInboundBaggage(baggage, options.keepBaggage ?? false);
+    const { entries } = filterInboundBaggage(baggage, keepBaggage);
     kept = Object.keys(entries).length;
     ctx = withBaggageEntries(ctx, entries);
   }
   // Counted against the raw header, so malformed and oversized members count as dropped.
-  const droppedBaggage = rawBaggage === undefined ? 0 : countMembers(rawBaggage) - kept;
+  const droppedBaggage = countRawMembers(headers['baggage']) - kept;
   return { context: ctx, links, droppedBaggage };
 }
 
@@ -88,6 +93,16 @@ function resolvePolicy(options: InboundOptions): Exclude<TraceparentPolicy, 'aut
 function countMembers(header: string): number {
   let members = 0;
   for (const member of header.split(',')) if (member.trim() !== '') members++;
+  return members;
+}
+
+/** Members of the raw header as received; a part that is not a string counts as one. */
+function countRawMembers(value: unknown): number {
+  if (value === undefined) return 0;
+  if (typeof value === 'string') return countMembers(value);
+  if (!Array.isArray(value)) return 1;
+  let members = 0;
+  for (const part of value) members += typeof part === 'string' ? countMembers(part) : 1;
   return members;
 }
 

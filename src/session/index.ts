@@ -4,7 +4,7 @@ export * as names from './names.js';
 export { isSessionNamespaceKey } from './names.js';
 export { createSession, MAX_FIELD_LENGTH } from './validate-session.js';
 export { sessionKey, parseSessionKey, deriveSessionId, type SessionKeyParts } from './session-key.js';
-export { SESSION_KEY, DESTINATION_HOST_KEY } from './context-keys.js';
+export { SESSION_KEY, DESTINATION_HOST_KEY, INBOUND_KEEP_BAGGAGE_KEY } from './context-keys.js';
 export { MAX_BAGGAGE_BYTES, MAX_BAGGAGE_MEMBERS, filterInboundBaggage, type KeepBaggage } from './baggage-entries.js';
 export {
   contextWithSession,

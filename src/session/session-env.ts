@@ -35,7 +35,8 @@ const CHILD_ENV_NAMES: readonly SessionEnvName[] = [
  * for it (lesson 4).
  */
 export function sessionEnv(name: SessionEnvName, fallback?: string): string | undefined {
-  const field = SESSION_ENV[name] as SessionField | undefined;
+  // Own properties only: 'toString' or 'constructor' must not resolve through the prototype.
+  const field = Object.hasOwn(SESSION_ENV, name) ? (SESSION_ENV[name] as SessionField) : undefined;
   if (field === undefined) {
     throw new ThreadlineError(
       'TL_ENV_NAME_UNKNOWN',

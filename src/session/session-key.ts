@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ThreadlineError } from '../errors.js';
-import type { ChatType } from './session.js';
+import { CHAT_TYPES, type ChatType } from './session.js';
 
 /** The routing parts that identify one conversation. userId only for per-user group sessions. */
 export interface SessionKeyParts {
@@ -26,6 +26,9 @@ export function sessionKey(parts: SessionKeyParts): string {
 
 /** Inverse of sessionKey; throws TL_SNAPSHOT_INVALID for text sessionKey cannot have made. */
 export function parseSessionKey(key: string): SessionKeyParts {
+  if (typeof key !== 'string') {
+    throw new ThreadlineError('TL_SNAPSHOT_INVALID', `A session key is a string, got ${key === null ? 'null' : typeof key}`);
+  }
   const pieces = key.split(':');
   if (pieces.length !== 6 || pieces[0] !== VERSION) {
     throw new ThreadlineError('TL_SNAPSHOT_INVALID', `Not a threadline session key: ${JSON.stringify(key.slice(0, 80))}`);
@@ -37,13 +40,19 @@ export function parseSessionKey(key: string): SessionKeyParts {
     throw new ThreadlineError('TL_SNAPSHOT_INVALID', 'Session key has broken percent-encoding', { cause });
   }
   const [, platform, chatType, chatId, threadId, userId] = decoded as [string, string, ChatType, string, string, string];
-  return {
+  const parts: SessionKeyParts = {
     platform,
     chatType,
     chatId,
     ...(threadId === '' ? {} : { threadId }),
     ...(userId === '' ? {} : { userId }),
   };
+  // Platform and chat are required and the type is an enum; a key spelled differently from
+  // what sessionKey writes (%61 for a) would be a second key for the same conversation.
+  if (platform === '' || chatId === '' || !CHAT_TYPES.includes(chatType) || sessionKey(parts) !== key) {
+    throw new ThreadlineError('TL_SNAPSHOT_INVALID', `Not a session key sessionKey() writes: ${JSON.stringify(key.slice(0, 80))}`);
+  }
+  return parts;
 }
 
 /** A short, stable session id: a hash of the key, so it is fixed-length and safe everywhere. */

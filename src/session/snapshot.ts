@@ -76,8 +76,9 @@ const SPAN_ID = /^[0-9a-f]{16}$/;
 function originSpanContext(origin: unknown): SpanContext {
   const { traceId, spanId, traceFlags } = (origin ?? {}) as Record<string, unknown>;
   const spanContext: SpanContext = {
-    traceId: String(traceId),
-    spanId: String(spanId),
+    // Not String(): a parsed object such as {"toString":1} would throw a TypeError.
+    traceId: typeof traceId === 'string' ? traceId : '',
+    spanId: typeof spanId === 'string' ? spanId : '',
     traceFlags: typeof traceFlags === 'number' ? traceFlags & TraceFlags.SAMPLED : TraceFlags.NONE,
     isRemote: true,
   };

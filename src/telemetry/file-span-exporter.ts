@@ -15,8 +15,15 @@ export class FileSpanExporter implements SpanExporter {
   constructor(readonly path: string) {}
 
   export(spans: ReadableSpan[], resultCallback: (result: ExportResult) => void): void {
+    let stream: WriteStream;
+    try {
+      stream = this.open();
+    } catch (error) {
+      resultCallback({ code: ExportResultCode.FAILED, error: error as Error });
+      return;
+    }
     const line = Buffer.concat([JsonTraceSerializer.serializeRequest(spans)!, Buffer.from('\n')]);
-    this.open().write(line, (error) => {
+    stream.write(line, (error) => {
       resultCallback(error ? { code: ExportResultCode.FAILED, error } : { code: ExportResultCode.SUCCESS });
     });
   }
@@ -24,7 +31,9 @@ export class FileSpanExporter implements SpanExporter {
   forceFlush(): Promise<void> {
     const stream = this.stream;
     if (stream === undefined || stream.writableLength === 0) return Promise.resolve();
-    return new Promise((resolve) => stream.once('drain', resolve));
+    // 'drain' only follows a write that filled the buffer; an empty write's callback runs
+    // after every write queued before it.
+    return new Promise((resolve) => stream.write(Buffer.alloc(0), () => resolve()));
   }
 
   shutdown(): Promise<void> {
@@ -37,7 +46,13 @@ export class FileSpanExporter implements SpanExporter {
   private open(): WriteStream {
     if (this.stream === undefined) {
       mkdirSync(dirname(this.path), { recursive: true });
-      this.stream = createWriteStream(this.path, { flags: 'a' });
+      const stream = createWriteStream(this.path, { flags: 'a' });
+      // The write callback reports the failure; unheard, the 'error' event would crash the
+      // process. Drop the broken stream so the next export tries to open the file again.
+      stream.on('error', () => {
+        if (this.stream === stream) this.stream = undefined;
+      });
+      this.stream = stream;
     }
     return this.stream;
   }

@@ -9,7 +9,17 @@ export interface LoggerOptions {
   readonly destination?: DestinationStream;
 }
 
-const REDACTED_PATHS = ['chatName', 'userName', '*.chatName', '*.userName', `"${names.CHAT_NAME}"`, `"${names.USER_NAME}"`];
+// Dotted keys need bracket notation: pino reads a bare "chat.name" as no path at all.
+const REDACTED_PATHS = [
+  'chatName',
+  'userName',
+  '*.chatName',
+  '*.userName',
+  `["${names.CHAT_NAME}"]`,
+  `["${names.USER_NAME}"]`,
+  `*["${names.CHAT_NAME}"]`,
+  `*["${names.USER_NAME}"]`,
+];
 
 /**
  * A pino logger whose every record carries trace_id, span_id and the routing of the active

@@ -23,6 +23,7 @@ export interface SessionAttributeOptions {
 export type AttributePairs = readonly (string | AttributeValue)[];
 
 const MIN_HMAC_KEY_BYTES = 16;
+const PRIVACY_MODES: readonly PrivacyMode[] = ['plain', 'hmac', 'off'];
 
 /** Keyed pseudonym of an id: what `hmac` mode stamps, and what to search for in Jaeger. */
 export function pseudonymize(value: string, key: string): string {
@@ -32,6 +33,10 @@ export function pseudonymize(value: string, key: string): string {
 /** Checks options once, at start-up, so stamping never has to. */
 export function checkAttributeOptions(options: SessionAttributeOptions): Required<Omit<SessionAttributeOptions, 'hmacKey'>> & { hmacKey?: string } {
   const privacy = options.privacy ?? 'plain';
+  // An unknown mode (a JS caller's 'HMAC') would otherwise stamp plain ids.
+  if (!PRIVACY_MODES.includes(privacy)) {
+    throw new ConfigError('THREADLINE_SPAN_PRIVACY', `"${String(privacy)}" is not one of ${PRIVACY_MODES.join(', ')}`);
+  }
   if (privacy === 'hmac' && (options.hmacKey === undefined || Buffer.byteLength(options.hmacKey) < MIN_HMAC_KEY_BYTES)) {
     throw new ConfigError('THREADLINE_SPAN_HMAC_KEY', `hmac privacy needs a secret key of at least ${MIN_HMAC_KEY_BYTES} bytes`);
   }

@@ -10,6 +10,7 @@ import { W3CBaggagePropagator } from '@opentelemetry/core';
 import {
   DEFAULT_OUTBOUND_POLICY,
   DESTINATION_HOST_KEY,
+  INBOUND_KEEP_BAGGAGE_KEY,
   filterInboundBaggage,
   outboundBaggage,
   withBaggageEntries,
@@ -25,8 +26,9 @@ import {
  * with (server.address, net.peer.name or url.full).
  *
  * Extract: threadline keys are dropped whatever their case, and other members kept only
- * when `keepInboundBaggage` says so. The W3C parser underneath is bounded (opentelemetry-js
- * core >= 2.8.0), and inboundContext() bounds the raw header before it gets here.
+ * when `keepInboundBaggage`, or the inboundContext() call extracting, says so. The W3C
+ * parser underneath is bounded (opentelemetry-js core >= 2.8.0), and inboundContext()
+ * bounds the raw header before it gets here.
  */
 export class SessionBaggagePropagator implements TextMapPropagator {
   private readonly w3c = new W3CBaggagePropagator();
@@ -47,7 +49,9 @@ export class SessionBaggagePropagator implements TextMapPropagator {
     const extracted = this.w3c.extract(ctx, carrier, getter);
     const baggage = propagation.getBaggage(extracted);
     if (extracted === ctx || baggage === undefined) return extracted;
-    return withBaggageEntries(extracted, filterInboundBaggage(baggage, this.keepInboundBaggage).entries);
+    // inboundContext() passes its caller's choice; anything else gets the start-up default.
+    const keep = (ctx.getValue(INBOUND_KEEP_BAGGAGE_KEY) as KeepBaggage | undefined) ?? this.keepInboundBaggage;
+    return withBaggageEntries(extracted, filterInboundBaggage(baggage, keep).entries);
   }
 
   fields(): string[] {

@@ -35,6 +35,11 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
     textMapPropagator: propagator,
     instrumentations: [new HttpInstrumentation(), new UndiciInstrumentation()],
     spanProcessors: [stamper, new BatchSpanProcessor(exporter)],
+    // Traces only. Left unset, NodeSDK adds OTLP metric and log exporters aimed at
+    // localhost:4318 even when spans go to the file: they retry on every flush and hold
+    // shutdown for seconds where no collector listens.
+    metricReaders: [],
+    logRecordProcessors: [],
   });
   sdk.start();
   return { config, shutdown: () => sdk.shutdown() };

@@ -1,0 +1,25 @@
+/**
+ * Run by register.test.ts as a separate process, the way the gateway starts:
+ * `node --import tsx --import ./src/telemetry/register.ts test/telemetry/register.fixture.ts`.
+ * Enters the session in FIXTURE_SESSION, fetches FIXTURE_URL inside a span, flushes the
+ * telemetry and prints what it saw as one JSON line.
+ */
+import { trace } from '@opentelemetry/api';
+import { getSession, withSession, type SessionInput } from '../../src/session/index.js';
+// The same module instance the --import loaded, so this shuts down the SDK that started.
+import { telemetry } from '../../src/telemetry/register.js';
+
+const url = process.env['FIXTURE_URL'];
+const input = process.env['FIXTURE_SESSION'];
+if (url === undefined || input === undefined) throw new Error('FIXTURE_URL and FIXTURE_SESSION are required');
+
+const seen = await withSession(JSON.parse(input) as SessionInput, () =>
+  trace.getTracer('fixture').startActiveSpan('fixture.work', async (span) => {
+    const response = await fetch(url);
+    await response.text();
+    span.end();
+    return { status: response.status, chatIdAfterFetch: getSession()?.chatId, exporter: telemetry.config.exporter };
+  }),
+);
+await telemetry.shutdown();
+process.stdout.write(`${JSON.stringify(seen)}\n`);

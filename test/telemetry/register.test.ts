@@ -1,0 +1,135 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSession, names } from '../../src/session/index.js';
+import { DOCUMENTED_DEFAULT_KEYS as DEFAULT_KEYS } from '../helpers/baggage.js';
+import { startLoopbackServer, type LoopbackServer, type ReceivedRequest } from '../helpers/loopback-server.js';
+import { otlpAttribute, readOtlpSpans, type OtlpSpan } from '../helpers/otlp-file.js';
+import { parseBaggageHeader } from '../helpers/propagation.js';
+import { FULL_SESSION, routingRecord } from '../helpers/sessions.js';
+import { useTempDir } from '../helpers/temp-dir.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const FIXTURE = 'test/telemetry/register.fixture.ts';
+const SPAN_KIND_CLIENT = 3; // OTLP enum value
+const session = createSession(FULL_SESSION);
+const tempDir = useTempDir('register');
+let runs = 0;
+
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly dataDir: string;
+}
+
+/** Starts the fixture as the gateway starts, with a clean environment plus `env`. */
+function runFixture(server: LoopbackServer, env: Record<string, string> = {}): Promise<Run> {
+  const dataDir = join(tempDir(), `run-${++runs}`);
+  const base: Record<string, string> = {};
+  for (const key of ['PATH', 'HOME', 'TMPDIR', 'SystemRoot']) if (process.env[key] !== undefined) base[key] = process.env[key]!;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--import', './src/telemetry/register.ts', FIXTURE], {
+    cwd: ROOT,
+    env: { ...base, THREADLINE_DATA_DIR: dataDir, FIXTURE_URL: server.url, FIXTURE_SESSION: JSON.stringify(FULL_SESSION), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr, dataDir }));
+  });
+}
+
+let server: LoopbackServer;
+beforeAll(async () => {
+  server = await startLoopbackServer();
+});
+afterAll(() => server.close());
+
+describe('node --import threadline/telemetry/register', () => {
+  let run: Run;
+  let spans: OtlpSpan[];
+  let fixtureRequests: ReceivedRequest[];
+  beforeAll(async () => {
+    const before = server.received.length;
+    // Were the SDK to push metrics or logs, they would arrive here instead of at localhost:4318.
+    run = await runFixture(server, {
+      OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: `${server.url}v1/metrics`,
+      OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: `${server.url}v1/logs`,
+    });
+    spans = run.code === 0 ? readOtlpSpans(join(run.dataDir, 'traces.jsonl')) : [];
+    fixtureRequests = server.received.slice(before);
+  });
+
+  it('runs the application and exits 0', () => {
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({ status: 200, chatIdAfterFetch: session.chatId, exporter: 'file' });
+  });
+
+  it("exports the application's span and the undici client span to THREADLINE_DATA_DIR/traces.jsonl", () => {
+    expect(spans.map((span) => span.name)).toContain('fixture.work');
+    const work = spans.find((span) => span.name === 'fixture.work')!;
+    const client = spans.find((span) => span.kind === SPAN_KIND_CLIENT);
+    expect(client).toBeDefined();
+    expect(client!.traceId).toBe(work.traceId);
+    expect(client!.parentSpanId).toBe(work.spanId);
+  });
+
+  it("makes only the application's request: no OTLP metrics or logs without a collector", () => {
+    expect(fixtureRequests.map((request) => `${request.method} ${request.path}`)).toEqual(['GET /']);
+  });
+
+  it('stamps every span with the routing of its session', () => {
+    expect(spans.length).toBeGreaterThanOrEqual(2);
+    for (const span of spans) {
+      expect({ span: span.name, chatId: otlpAttribute(span, names.CHAT_ID), threadId: otlpAttribute(span, names.CHAT_THREAD_ID) }).toEqual({
+        span: span.name,
+        chatId: session.chatId,
+        threadId: session.threadId,
+      });
+      expect(otlpAttribute(span, names.SESSION_ID)).toBe(session.sessionId);
+    }
+  });
+
+  it('sends trace context and the default baggage keys to the server', () => {
+    const { headers } = fixtureRequests.at(-1)!;
+    const client = spans.find((span) => span.kind === SPAN_KIND_CLIENT)!;
+    expect(headers['traceparent']).toBe(`00-${client.traceId}-${client.spanId}-01`);
+    expect(parseBaggageHeader(headers['baggage'] as string)).toEqual(routingRecord(session, DEFAULT_KEYS));
+  });
+});
+
+describe('register with tracing off', () => {
+  it('still carries the session through awaits, and writes no trace file', async () => {
+    const run = await runFixture(server, { OTEL_SDK_DISABLED: 'true' });
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({ status: 200, chatIdAfterFetch: session.chatId, exporter: 'none' });
+    expect(existsSync(join(run.dataDir, 'traces.jsonl'))).toBe(false);
+  });
+});
+
+describe('register with a bad configuration', () => {
+  it.each([
+    ['THREADLINE_SPAN_PRIVACY', { THREADLINE_SPAN_PRIVACY: 'bogus' }],
+    ['THREADLINE_SPAN_HMAC_KEY', { THREADLINE_SPAN_PRIVACY: 'hmac', THREADLINE_SPAN_HMAC_KEY: 'too-short' }],
+    ['OTEL_EXPORTER_OTLP_PROTOCOL', { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }],
+  ])('exits 1 before the application runs, with one line naming %s and TL_CONFIG_INVALID', async (variable, env) => {
+    const requestsBefore = server.received.length;
+    const run = await runFixture(server, env);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    const lines = run.stderr.trimEnd().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^threadline: /);
+    expect(lines[0]).toContain('TL_CONFIG_INVALID');
+    expect(lines[0]).toContain(variable);
+    expect(server.received.length).toBe(requestsBefore);
+    expect(existsSync(join(run.dataDir, 'traces.jsonl'))).toBe(false);
+  });
+});
