@@ -1,7 +1,8 @@
-import { ROOT_CONTEXT, context, propagation, type Context } from '@opentelemetry/api';
+import { ROOT_CONTEXT, propagation, type Context } from '@opentelemetry/api';
 import { ThreadlineError } from '../errors.js';
 import { contextWithSession, getSession } from './run-with-session.js';
 import type { SessionInput } from './session.js';
+import { activeContext } from './active-context.js';
 
 /**
  * A headers-like carrier for crossing a thread or process boundary that threadline owns
@@ -17,7 +18,7 @@ export const SESSION_CARRIER_FIELD = 'threadline-session';
  * session into `carrier`. Only for destinations threadline trusts: the session field is read
  * back as routing by extractSession.
  */
-export function injectSession(carrier: Carrier = {}, ctx: Context = context.active()): Carrier {
+export function injectSession(carrier: Carrier = {}, ctx: Context = activeContext()): Carrier {
   propagation.inject(ctx, carrier);
   const session = getSession(ctx);
   if (session !== undefined) {

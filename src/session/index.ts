@@ -35,3 +35,4 @@ export {
   type OutboundBaggagePolicy,
 } from './outbound-policy.js';
 export { assertContextPropagation } from './assert-context-propagation.js';
+export { activeContext, setActiveContextReader } from './active-context.js';

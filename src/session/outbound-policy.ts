@@ -1,7 +1,8 @@
-import { context, propagation, type Baggage, type Context } from '@opentelemetry/api';
+import { propagation, type Baggage, type Context } from '@opentelemetry/api';
 import { boundedEntries } from './baggage-entries.js';
 import { DESTINATION_HOST_KEY } from './context-keys.js';
 import { CHAT_ID, CHAT_PLATFORM, CHAT_THREAD_ID, CHAT_TYPE, SESSION_ID, USER_ID, isSessionNamespaceKey } from './names.js';
+import { activeContext } from './active-context.js';
 
 /** The threadline baggage keys that may leave the process at all (names never do). */
 export const OUTBOUND_KEYS: readonly string[] = [CHAT_PLATFORM, CHAT_TYPE, CHAT_ID, CHAT_THREAD_ID, USER_ID, SESSION_ID];
@@ -51,7 +52,7 @@ export function outboundBaggage(baggage: Baggage, policy: OutboundBaggagePolicy,
 export function outboundHeaders(
   url: string | URL,
   headers: Record<string, string> = {},
-  ctx: Context = context.active(),
+  ctx: Context = activeContext(),
 ): Record<string, string> {
   const host = (typeof url === 'string' ? new URL(url) : url).hostname;
   propagation.inject(ctx.setValue(DESTINATION_HOST_KEY, host), headers);

@@ -5,6 +5,7 @@ import { SESSION_KEY } from './context-keys.js';
 import { sessionBaggageEntries } from './baggage-entries.js';
 import type { Session, SessionInput } from './session.js';
 import { createSession } from './validate-session.js';
+import { activeContext } from './active-context.js';
 
 /**
  * Returns `parent` with the session set as a context value and as baggage. The whole
@@ -25,16 +26,28 @@ export function contextWithSession(parent: Context, input: SessionInput): Contex
 
 /** Runs `fn` in a new context holding the session; returns what `fn` returns. */
 export function withSession<T>(input: SessionInput, fn: () => T): T {
-  return context.with(contextWithSession(context.active(), input), fn);
+  return context.with(contextWithSession(activeContext(), input), fn);
 }
 
+/**
+ * The last context read and its session. Contexts are immutable, so a repeated read in the
+ * same context (the log lines and calls of one step) is answered without the Map lookup of
+ * getValue; a read in another context costs one comparison more. Holds one context alive
+ * until the next read. Fields of one object: measured cheaper to write than module `let`s.
+ */
+const lastRead: { context: Context | undefined; session: Session | undefined } = { context: undefined, session: undefined };
+
 /** The session of `ctx` (default: the active context), or undefined outside any session. */
-export function getSession(ctx: Context = context.active()): Session | undefined {
-  return ctx.getValue(SESSION_KEY) as Session | undefined;
+export function getSession(ctx: Context = activeContext()): Session | undefined {
+  if (ctx !== lastRead.context) {
+    lastRead.session = ctx.getValue(SESSION_KEY) as Session | undefined;
+    lastRead.context = ctx;
+  }
+  return lastRead.session;
 }
 
 /** Like getSession, but throws TL_SESSION_MISSING where no session is active. */
-export function requireSession(ctx: Context = context.active()): Session {
+export function requireSession(ctx: Context = activeContext()): Session {
   const session = getSession(ctx);
   if (session === undefined) {
     throw new ThreadlineError(
@@ -60,5 +73,5 @@ export function runDetached<T>(fn: () => T): T {
  * pool (lesson 11).
  */
 export function bindToSession<F extends (...args: never[]) => unknown>(fn: F): F {
-  return context.bind(context.active(), fn);
+  return context.bind(activeContext(), fn);
 }

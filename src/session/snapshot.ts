@@ -1,8 +1,9 @@
-import { ROOT_CONTEXT, TraceFlags, context, isSpanContextValid, trace, type Context, type Link, type SpanContext } from '@opentelemetry/api';
+import { ROOT_CONTEXT, TraceFlags, isSpanContextValid, trace, type Context, type Link, type SpanContext } from '@opentelemetry/api';
 import { ThreadlineError } from '../errors.js';
 import { contextWithSession, requireSession } from './run-with-session.js';
 import type { SessionInput } from './session.js';
 import { createSession } from './validate-session.js';
+import { activeContext } from './active-context.js';
 
 /**
  * The routing of a message, captured to outlive it: a background watcher, a timer, a
@@ -24,7 +25,7 @@ export interface ResumedRouting {
 export const ORIGIN_LINK_ATTRIBUTE = 'threadline.link';
 
 /** Captures the routing of `ctx` (default: active). Throws TL_SESSION_MISSING outside a session. */
-export function captureRouting(ctx: Context = context.active()): RoutingSnapshot {
+export function captureRouting(ctx: Context = activeContext()): RoutingSnapshot {
   const session = requireSession(ctx);
   const span = trace.getSpanContext(ctx);
   if (span === undefined || !isSpanContextValid(span)) return { v: 1, session: { ...session } };

@@ -1,8 +1,8 @@
 import { context, propagation, type TextMapPropagator } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { CompositePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { SessionBaggagePropagator } from './session-baggage-propagator.js';
 import type { TelemetryConfig } from './telemetry-config.js';
+import { ThreadlineContextManager } from './threadline-context-manager.js';
 
 /** W3C trace context plus threadline's baggage policies, as one propagator. */
 export function createPropagator(config?: Pick<TelemetryConfig, 'outboundBaggage' | 'inboundBaggage'>): TextMapPropagator {
@@ -20,7 +20,9 @@ export function createPropagator(config?: Pick<TelemetryConfig, 'outboundBaggage
  * when OTEL_SDK_DISABLED is set. Returns false if another context manager was there first.
  */
 export function installContext(propagator: TextMapPropagator = createPropagator()): boolean {
-  const installed = context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  const manager = new ThreadlineContextManager().enable();
+  const installed = context.setGlobalContextManager(manager);
+  if (installed) manager.adoptIfRegistered();
   propagation.setGlobalPropagator(propagator);
   return installed;
 }

@@ -1,6 +1,6 @@
-import { context, trace } from '@opentelemetry/api';
+import { trace } from '@opentelemetry/api';
 import { pino, type DestinationStream, type Logger } from 'pino';
-import { getSession, names } from '../session/index.js';
+import { activeContext, getSession, names } from '../session/index.js';
 
 export interface LoggerOptions {
   readonly level?: string;
@@ -39,7 +39,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 }
 
 function contextFields(includeNames: boolean): Record<string, string> {
-  const ctx = context.active();
+  const ctx = activeContext();
   const fields: Record<string, string> = {};
   const span = trace.getSpanContext(ctx);
   if (span !== undefined) {

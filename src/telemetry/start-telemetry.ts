@@ -1,4 +1,3 @@
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { NodeSDK } from '@opentelemetry/sdk-node';
@@ -6,6 +5,7 @@ import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { createSpanExporter } from './create-span-exporter.js';
 import { createPropagator, installContext } from './install-context.js';
 import { SessionSpanProcessor } from './session-span-processor.js';
+import { ThreadlineContextManager } from './threadline-context-manager.js';
 import { readTelemetryConfig, type TelemetryConfig } from './telemetry-config.js';
 
 export interface Telemetry {
@@ -29,9 +29,10 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
     installContext(propagator);
     return { config, shutdown: () => Promise.resolve() };
   }
+  const contextManager = new ThreadlineContextManager();
   const sdk = new NodeSDK({
     serviceName: config.serviceName,
-    contextManager: new AsyncLocalStorageContextManager(),
+    contextManager,
     textMapPropagator: propagator,
     instrumentations: [new HttpInstrumentation(), new UndiciInstrumentation()],
     spanProcessors: [stamper, new BatchSpanProcessor(exporter)],
@@ -42,5 +43,6 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
     logRecordProcessors: [],
   });
   sdk.start();
+  contextManager.adoptIfRegistered();
   return { config, shutdown: () => sdk.shutdown() };
 }
