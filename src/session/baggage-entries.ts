@@ -34,7 +34,10 @@ export function boundedEntries(
   let members = 0;
   let bytes = 0;
   let dropped = 0;
-  for (const [key, entry] of baggage.getAllEntries()) {
+  const all = baggage.getAllEntries();
+  // threadline's own entries first, so foreign ones can never crowd them out of the limits.
+  const ordered = [...all.filter(([key]) => isSessionNamespaceKey(key)), ...all.filter(([key]) => !isSessionNamespaceKey(key))];
+  for (const [key, entry] of ordered) {
     if (!keep(key, entry)) {
       dropped++;
       continue;

@@ -1,5 +1,6 @@
 import { ROOT_CONTEXT, propagation, type Context } from '@opentelemetry/api';
 import { ThreadlineError } from '../errors.js';
+import { INBOUND_KEEP_BAGGAGE_KEY } from './context-keys.js';
 import { contextWithSession, getSession } from './run-with-session.js';
 import type { SessionInput } from './session.js';
 import { activeContext } from './active-context.js';
@@ -32,7 +33,10 @@ export function injectSession(carrier: Carrier = {}, ctx: Context = activeContex
  * and session. Throws TL_SNAPSHOT_INVALID or TL_SESSION_INVALID for a damaged session field.
  */
 export function extractSession(carrier: Readonly<Carrier>): Context {
-  const extracted = propagation.extract(ROOT_CONTEXT, carrier);
+  // A trusted carrier keeps its foreign baggage; threadline's own keys come from the session field.
+  const extracted = propagation
+    .extract(ROOT_CONTEXT.setValue(INBOUND_KEEP_BAGGAGE_KEY, true), carrier)
+    .deleteValue(INBOUND_KEEP_BAGGAGE_KEY);
   const encoded = carrier[SESSION_CARRIER_FIELD];
   if (encoded === undefined) return extracted;
   let session: unknown;

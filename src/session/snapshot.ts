@@ -1,4 +1,4 @@
-import { ROOT_CONTEXT, TraceFlags, isSpanContextValid, trace, type Context, type Link, type SpanContext } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanStatusCode, TraceFlags, isSpanContextValid, trace, type Context, type Link, type SpanContext } from '@opentelemetry/api';
 import { ThreadlineError } from '../errors.js';
 import { contextWithSession, requireSession } from './run-with-session.js';
 import type { SessionInput } from './session.js';
@@ -56,17 +56,34 @@ export function runResumed<T>(snapshot: unknown, name: string, fn: () => T): T {
   const { context: resumed, links } = resumeRouting(snapshot);
   const tracer = trace.getTracer('threadline');
   return tracer.startActiveSpan(name, { links, root: true }, resumed, (span) => {
+    const end = (error?: unknown): void => {
+      if (error !== undefined) {
+        span.recordException(error instanceof Error ? error : String(error));
+        span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+      }
+      span.end();
+    };
     let result: T;
     try {
       result = fn();
     } catch (error) {
-      span.end();
+      end(error);
       throw error;
     }
-    if (result instanceof Promise) {
-      return result.finally(() => span.end()) as T;
+    // Any thenable, not only a native Promise, keeps the span open until it settles.
+    if (typeof (result as { then?: unknown } | null)?.then === 'function') {
+      return Promise.resolve(result).then(
+        (value) => {
+          end();
+          return value;
+        },
+        (error: unknown) => {
+          end(error);
+          throw error;
+        },
+      ) as T;
     }
-    span.end();
+    end();
     return result;
   });
 }

@@ -43,6 +43,13 @@ describe('boundedEntries', () => {
     expect(dropped).toBe(100 - MAX_BAGGAGE_MEMBERS);
   });
 
+  it("keeps threadline's own entries first, even after numeric-looking foreign keys", () => {
+    const crowd = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [String(i), 'v']));
+    const { entries } = boundedEntries(baggageOf({ 'chat.id': 'c', ...crowd, 'session.id': 's' }), () => true);
+    expect(entries).toMatchObject({ 'chat.id': { value: 'c' }, 'session.id': { value: 's' } });
+    expect(Object.keys(entries)).toHaveLength(MAX_BAGGAGE_MEMBERS);
+  });
+
   it(`counts bytes percent-encoded, with metadata, and stays within ${MAX_BAGGAGE_BYTES}`, () => {
     const baggage = propagation
       .createBaggage({

@@ -13,6 +13,7 @@ import {
   type Carrier,
 } from '../../src/session/index.js';
 import { expectThreadlineError, throwsOnlyThreadlineError } from '../helpers/errors.js';
+import { sessionContextWithForeign } from '../helpers/baggage.js';
 import { baggageRecord } from '../helpers/propagation.js';
 import { FULL_SESSION, sessionInput } from '../helpers/sessions.js';
 
@@ -44,6 +45,13 @@ describe('injectSession / extractSession', () => {
     const baggage = baggageRecord(restored);
     expect(baggage[names.CHAT_ID]).toBe(FULL_SESSION.chatId);
     expect(baggage[names.CHAT_THREAD_ID]).toBe(FULL_SESSION.threadId);
+  });
+
+  it('keeps foreign baggage across a trusted carrier', () => {
+    const ctx = sessionContextWithForeign({ 'tenant.id': 'acme' });
+    const back = extractSession(injectSession({}, ctx));
+    expect(baggageRecord(back)['tenant.id']).toBe('acme');
+    expect(getSession(back)?.chatId).toBe(FULL_SESSION.chatId);
   });
 
   it('injects the active context by default', () => {

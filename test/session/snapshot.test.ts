@@ -1,4 +1,4 @@
-import { ROOT_CONTEXT, SpanKind, TraceFlags, context, createContextKey, propagation, trace } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, context, createContextKey, propagation, trace } from '@opentelemetry/api';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -270,6 +270,19 @@ describe('runResumed', () => {
     );
     expect(error).toBe(failure);
     expect(tracing.span('rejects').ended).toBe(true);
+    expect(tracing.span('rejects').status).toMatchObject({ code: SpanStatusCode.ERROR, message: 'async failure' });
+  });
+
+  it('keeps the span open until a thenable that is not a Promise settles', async () => {
+    const { snapshot } = capturedSnapshot();
+    let settle!: (value: string) => void;
+    const thenable = { then: (resolve: (value: string) => void) => void (settle = resolve) };
+    const result = runResumed(snapshot, 'thenable', () => thenable) as unknown as Promise<string>;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(tracing.spans().filter((span) => span.name === 'thenable')).toEqual([]);
+    settle('settled');
+    await expect(result).resolves.toBe('settled');
+    expect(tracing.span('thenable').ended).toBe(true);
   });
 
   it('refuses an invalid snapshot before running fn or starting a span', () => {
