@@ -38,8 +38,11 @@ export interface TestGateway {
   send(message: WebhookMessageBody, headers?: Readonly<Record<string, string>>): Promise<SendResult>;
   /** Resolves with the trace's spans once spans of all `names` have ended. */
   waitForSpans(traceId: string, names: readonly string[], timeoutMs?: number): Promise<ReadableSpan[]>;
-  /** Spans of the trace that do not carry the expected chat.id and chat.thread.id. */
-  routingProblems(traceId: string, expected: ExpectedRouting): string[];
+  /**
+   * Waits for the message's trace to finish (its gateway.message span ends last), then lists
+   * the spans that do not carry the expected chat.id and chat.thread.id: [] when all do.
+   */
+  routingProblems(traceId: string, expected: ExpectedRouting): Promise<string[]>;
   stop(): Promise<void>;
 }
 
@@ -65,6 +68,16 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const running = await startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}) });
   const messagesUrl = `${running.url}/v1/messages`;
 
+  async function waitForSpans(traceId: string, wanted: readonly string[], timeoutMs = 10_000): Promise<ReadableSpan[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const spans = telemetry.spans(traceId);
+      if (wanted.every((name) => spans.some((span) => span.name === name))) return spans;
+      if (Date.now() > deadline) throw new Error(`Trace ${traceId} lacks ${wanted.join(', ')} after ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+
   return {
     url: running.url,
     receiver,
@@ -78,18 +91,9 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       });
       return { status: response.status, body: (await response.json()) as Record<string, unknown>, headers: response.headers };
     },
-    waitForSpans: async (traceId, wanted, timeoutMs = 10_000) => {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const spans = telemetry.spans(traceId);
-        if (wanted.every((name) => spans.some((span) => span.name === name))) return spans;
-        if (Date.now() > deadline) throw new Error(`Trace ${traceId} lacks ${wanted.join(', ')} after ${timeoutMs} ms`);
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
-    },
-    routingProblems: (traceId, expected) => {
-      const spans = telemetry.spans(traceId);
-      if (spans.length === 0) return [`trace ${traceId} has no spans`];
+    waitForSpans,
+    routingProblems: async (traceId, expected) => {
+      const spans = await waitForSpans(traceId, ['gateway.message']);
       return spans
         .filter(
           (span) =>

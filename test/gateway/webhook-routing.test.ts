@@ -39,7 +39,7 @@ describe('webhook routing under load', () => {
       const traceId = answer.body['trace_id'] as string;
       const spans = await gateway.waitForSpans(traceId, ['gateway.message', 'agent.turn', 'gateway.deliver']);
       expect(spans.length).toBeGreaterThanOrEqual(3);
-      expect(gateway.routingProblems(traceId, { chatId: messages[i]!.chat_id, threadId: messages[i]!.thread_id })).toEqual([]);
+      expect(await gateway.routingProblems(traceId, { chatId: messages[i]!.chat_id, threadId: messages[i]!.thread_id })).toEqual([]);
     }
     expect(gateway.running.gateway.deliveries.stats.mismatches).toBe(0);
   });
