@@ -33,8 +33,17 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
     serviceName: config.serviceName,
     contextManager: new AsyncLocalStorageContextManager(),
     textMapPropagator: propagator,
-    instrumentations: [new HttpInstrumentation(), new UndiciInstrumentation()],
+    instrumentations: [
+      // Inbound POSTs are platform messages: their trace starts at gateway.message, built
+      // with inbound distrust, not at an http span parented by whatever the caller sent.
+      new HttpInstrumentation({ ignoreIncomingRequestHook: (request) => request.method === 'POST' }),
+      new UndiciInstrumentation(),
+    ],
     spanProcessors: [stamper, new BatchSpanProcessor(exporter)],
+    // Traces only. Left unset, the SDK would start OTLP metric and log exporters that, with
+    // no collector, retry for seconds at every shutdown.
+    metricReaders: [],
+    logRecordProcessors: [],
   });
   sdk.start();
   return { config, shutdown: () => sdk.shutdown() };

@@ -25,6 +25,8 @@ export interface ReceivedDelivery {
  */
 export class DeliveryReceiver {
   readonly received: ReceivedDelivery[] = [];
+  /** Every request, failed on purpose or not. */
+  attempts = 0;
   private failures: { status: number; retryAfter?: string }[] = [];
   private failAll: number | undefined;
   private waiters: (() => void)[] = [];
@@ -86,6 +88,7 @@ export class DeliveryReceiver {
   }
 
   private handle(text: string, headers: IncomingHttpHeaders, response: import('node:http').ServerResponse): void {
+    this.attempts++;
     const failure = this.failAll !== undefined ? { status: this.failAll } : this.failures.shift();
     if (failure !== undefined) {
       const retryAfter = 'retryAfter' in failure ? failure.retryAfter : undefined;
