@@ -51,6 +51,9 @@ describe('POST /v1/messages', () => {
     expect((await g.send({ chat_id: 'c', text: 'x' }, { authorization: 'Bearer s3cre' })).status).toBe(401);
     expect((await g.send({ chat_id: 'c', text: 'x' }, { authorization: 'Bearer s3cret!' })).body['code']).toBe('TL_UNAUTHORIZED');
     expect((await g.send({ chat_id: 'c', text: 'x' }, { authorization: 'Bearer s3cret' })).status).toBe(202);
+    const rejected = g.telemetry.spans().filter((span) => span.name === 'gateway.reject' && span.attributes['error.type'] === 'TL_UNAUTHORIZED');
+    expect(rejected.length).toBeGreaterThanOrEqual(3);
+    expect(rejected[0]!.attributes).toMatchObject({ 'http.response.status_code': 401, 'url.path': '/v1/messages' });
   });
 
   it.each([
