@@ -4,6 +4,8 @@ import type { Logger } from 'pino';
 import type { Agent } from '../agent/agent.js';
 import { EchoAgent } from '../agent/echo-agent.js';
 import type { Platform } from '../platforms/platform.js';
+import { SlackPlatform } from '../platforms/slack/slack-platform.js';
+import { TelegramPlatform } from '../platforms/telegram/telegram-platform.js';
 import { WebhookPlatform } from '../platforms/webhook/webhook-platform.js';
 import { SqliteStore } from '../store/sqlite-store.js';
 import type { Store } from '../store/store.js';
@@ -33,6 +35,8 @@ export async function startGateway(config: GatewayConfig, parts: GatewayParts): 
   const { logger } = parts;
   const store = parts.store ?? new SqliteStore(join(config.dataDir, 'threadline.db'));
   const platforms: Platform[] = [new WebhookPlatform({ ...config.webhook, logger })];
+  if (config.telegram !== undefined) platforms.push(new TelegramPlatform({ ...config.telegram, logger }));
+  if (config.slack !== undefined) platforms.push(new SlackPlatform({ ...config.slack, logger }));
   const gateway = new Gateway({
     store,
     platforms,
@@ -52,6 +56,7 @@ export async function startGateway(config: GatewayConfig, parts: GatewayParts): 
   const server = buildServer(gateway, platforms, logger);
   await gateway.start();
   const address = await server.listen({ port: config.port, host: config.host });
+  for (const platform of platforms) platform.start?.(gateway);
   return {
     url: address,
     gateway,
@@ -59,6 +64,7 @@ export async function startGateway(config: GatewayConfig, parts: GatewayParts): 
     platforms,
     stop: async () => {
       // Intake first, so nothing new is accepted while the queue drains.
+      await Promise.all(platforms.map((platform) => platform.close?.()));
       await gateway.stop(config.shutdownTimeoutMs);
       await server.close();
       await store.close();

@@ -47,4 +47,8 @@ export interface Platform {
   send(message: OutboundMessage, signal: AbortSignal): Promise<void>;
   /** One line for the start-up banner: where it listens and where it sends. */
   describe(baseUrl: string): string;
+  /** Starts what the platform runs on its own (a polling loop), once the gateway takes messages. */
+  start?(intake: Intake): void;
+  /** Stops it again, before the gateway stops taking messages. */
+  close?(): Promise<void>;
 }

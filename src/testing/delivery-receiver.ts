@@ -1,5 +1,5 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
+import { startLocalServer, type LocalRequest, type LocalResponse, type LocalServer } from './local-server.js';
 
 /** The JSON body the webhook platform POSTs for each delivery. */
 export interface WebhookDeliveryBody {
@@ -31,23 +31,18 @@ export class DeliveryReceiver {
   private failAll: number | undefined;
   private waiters: (() => void)[] = [];
 
-  private constructor(
-    private readonly server: Server,
-    readonly url: string,
-  ) {}
+  private constructor(private readonly server: LocalServer) {}
 
-  static async start(port = 0): Promise<DeliveryReceiver> {
+  static async start(): Promise<DeliveryReceiver> {
     let receiver!: DeliveryReceiver;
-    const server = createServer((request, response) => {
-      const chunks: Buffer[] = [];
-      request.on('data', (chunk: Buffer) => chunks.push(chunk));
-      request.on('end', () => receiver.handle(Buffer.concat(chunks).toString('utf8'), request.headers, response));
-    });
-    server.keepAliveTimeout = 65_000;
-    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-    const address = server.address() as AddressInfo;
-    receiver = new DeliveryReceiver(server, `http://127.0.0.1:${address.port}/deliveries`);
+    const server = await startLocalServer((request) => receiver.handle(request));
+    receiver = new DeliveryReceiver(server);
     return receiver;
+  }
+
+  /** The URL to set as THREADLINE_WEBHOOK_DELIVERY_URL. */
+  get url(): string {
+    return `${this.server.origin}/deliveries`;
   }
 
   /** The next `count` requests fail with `status` (and Retry-After when given). */
@@ -83,30 +78,27 @@ export class DeliveryReceiver {
   }
 
   close(): Promise<void> {
-    this.server.closeAllConnections();
-    return new Promise((resolve) => this.server.close(() => resolve()));
+    return this.server.close();
   }
 
-  private handle(text: string, headers: IncomingHttpHeaders, response: import('node:http').ServerResponse): void {
+  private handle(request: LocalRequest): LocalResponse {
     this.attempts++;
     const failure = this.failAll !== undefined ? { status: this.failAll } : this.failures.shift();
     if (failure !== undefined) {
       const retryAfter = 'retryAfter' in failure ? failure.retryAfter : undefined;
-      response.writeHead(failure.status, retryAfter === undefined ? {} : { 'retry-after': retryAfter }).end('failing on purpose');
-      return;
+      return { status: failure.status, headers: retryAfter === undefined ? {} : { 'retry-after': retryAfter }, body: 'failing on purpose' };
     }
     let body: WebhookDeliveryBody;
     try {
-      body = JSON.parse(text) as WebhookDeliveryBody;
+      body = JSON.parse(request.body) as WebhookDeliveryBody;
     } catch {
-      response.writeHead(400).end('not JSON');
-      return;
+      return { status: 400, body: 'not JSON' };
     }
-    this.received.push({ body, headers, baggage: parseBaggage(headers['baggage']) });
-    response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    this.received.push({ body, headers: request.headers, baggage: parseBaggage(request.headers['baggage']) });
     const waiters = this.waiters;
     this.waiters = [];
     for (const wake of waiters) wake();
+    return { status: 200, body: { ok: true } };
   }
 }
 
