@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
 import { Api, Bot, GrammyError, HttpError } from 'grammy';
-import type { Update } from 'grammy/types';
 import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError } from '../../errors.js';
 import { inboundContext, runDetached } from '../../session/index.js';
@@ -38,7 +37,7 @@ export class TelegramPlatform implements Platform {
   register(app: FastifyInstance, intake: Intake): void {
     if (this.options.mode === 'polling') return;
     const secret = this.options.webhookSecret!;
-    app.post<{ Body: Update }>(
+    app.post(
       TELEGRAM_WEBHOOK_PATH,
       {
         onRequest: async (request) => {
@@ -123,7 +122,7 @@ function parseUpdate(body: unknown): InboundMessage | undefined {
   if (typeof body !== 'object' || body === null) {
     throw new ThreadlineError('TL_BAD_REQUEST', 'A Telegram update is a JSON object');
   }
-  return telegramInbound(body as Update);
+  return telegramInbound(body);
 }
 
 function updateId(body: unknown): unknown {
