@@ -5,7 +5,10 @@ export interface LocalRequest {
   readonly method: string;
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
+  /** The body as UTF-8 text. */
   readonly body: string;
+  /** The body's bytes, for binary protocols. */
+  readonly raw: Buffer;
 }
 
 export interface LocalResponse {
@@ -27,11 +30,13 @@ export async function startLocalServer(handle: (request: LocalRequest) => LocalR
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', async () => {
+      const raw = Buffer.concat(chunks);
       const answer = await handle({
         method: request.method ?? 'GET',
         path: (request.url ?? '/').split('?')[0]!,
         headers: request.headers,
-        body: Buffer.concat(chunks).toString('utf8'),
+        body: raw.toString('utf8'),
+        raw,
       });
       const json = typeof answer.body === 'object';
       response.writeHead(answer.status, { ...(json ? { 'content-type': 'application/json' } : {}), ...answer.headers });

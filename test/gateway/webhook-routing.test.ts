@@ -1,5 +1,9 @@
+import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from '../../src/testing/index.js';
+import { installTestTelemetry, startTestGateway, type TestGateway } from '../../src/testing/index.js';
+import { OtlpReceiver } from '../helpers/otlp-receiver.js';
 
 // Ids with the characters that broke other gateways' keys: ':' '/' and non-ASCII.
 function chatOf(index: number): { chat_id: string; thread_id?: string } {
@@ -9,11 +13,21 @@ function chatOf(index: number): { chat_id: string; thread_id?: string } {
 
 describe('webhook routing under load', () => {
   let gateway: TestGateway;
+  let protobufReceiver: OtlpReceiver;
+  let jsonReceiver: OtlpReceiver;
   beforeAll(async () => {
+    protobufReceiver = await OtlpReceiver.start();
+    jsonReceiver = await OtlpReceiver.start();
+    // Spans also leave through real OTLP exporters, one per encoding, as they would to a collector.
+    installTestTelemetry([
+      new BatchSpanProcessor(new OtlpProtobufExporter({ url: protobufReceiver.url }), { maxQueueSize: 20_000 }),
+      new BatchSpanProcessor(new OtlpJsonExporter({ url: jsonReceiver.url }), { maxQueueSize: 20_000 }),
+    ]);
     gateway = await startTestGateway({ env: { THREADLINE_CONCURRENCY: '64' } });
   });
   afterAll(async () => {
     await gateway.stop();
+    await Promise.all([protobufReceiver.close(), jsonReceiver.close()]);
   });
 
   it('delivers 1,000 concurrent replies each to its own chat and thread, with matching baggage and spans', async () => {
@@ -42,5 +56,19 @@ describe('webhook routing under load', () => {
       expect(await gateway.routingProblems(traceId, { chatId: messages[i]!.chat_id, threadId: messages[i]!.thread_id })).toEqual([]);
     }
     expect(gateway.running.gateway.deliveries.stats.mismatches).toBe(0);
+
+    await gateway.telemetry.flush();
+    const expected = new Map(answers.map((answer, i) => [answer.body['trace_id'] as string, messages[i]!]));
+    for (const receiver of [protobufReceiver, jsonReceiver]) {
+      const pipeline = receiver.spans.filter((span) => expected.has(span.traceId));
+      expect(pipeline.length).toBeGreaterThanOrEqual(3 * 1000);
+      for (const span of pipeline) {
+        const message = expected.get(span.traceId)!;
+        expect(span.attributes['chat.id'], span.name).toBe(message.chat_id);
+        expect(span.attributes['chat.thread.id'], span.name).toBe(message.thread_id);
+      }
+    }
+    expect([...protobufReceiver.contentTypes]).toEqual(['application/x-protobuf']);
+    expect([...jsonReceiver.contentTypes]).toEqual(['application/json']);
   });
 });
