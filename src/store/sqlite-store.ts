@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { RoutingSnapshot } from '../session/index.js';
+import { GroupCommit } from './group-commit.js';
 import type {
   Conversations,
   Destination,
@@ -57,7 +58,8 @@ interface DeliveryRow {
 /**
  * The embedded store: one SQLite file in WAL mode with synchronous=NORMAL, which keeps
  * every committed write through a process crash (kill -9); only an OS crash can lose the
- * last transactions. Statements are prepared once. Completed messages are deleted;
+ * last transactions. Statements are prepared once and committed in groups (GroupCommit).
+ * Completed messages are deleted;
  * completed deliveries are kept for `retentionMs` so a replayed turn finds their ids.
  */
 export class SqliteStore implements Store {
@@ -66,6 +68,7 @@ export class SqliteStore implements Store {
   readonly homes: HomeChannels;
   readonly conversations: Conversations;
   private readonly db: Database.Database;
+  private readonly group: GroupCommit;
 
   constructor(path: string, retentionMs = 24 * 3600_000) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -74,42 +77,48 @@ export class SqliteStore implements Store {
     db.pragma('synchronous = NORMAL');
     db.exec(SCHEMA);
     this.db = db;
-    this.messages = messageLog(db);
-    this.outbox = outbox(db, retentionMs);
-    this.homes = homeChannels(db);
-    this.conversations = conversations(db);
+    const group = new GroupCommit(db);
+    this.group = group;
+    this.messages = messageLog(db, group);
+    this.outbox = outbox(db, group, retentionMs);
+    this.homes = homeChannels(db, group);
+    this.conversations = conversations(db, group);
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    await this.group.run(() => undefined);
     this.db.close();
-    return Promise.resolve();
   }
 }
 
-function messageLog(db: Database.Database): MessageLog {
+function messageLog(db: Database.Database, group: GroupCommit): MessageLog {
   const insert = db.prepare('INSERT INTO messages (id, routing, text, received_at) VALUES (?, ?, ?, ?)');
   const remove = db.prepare('DELETE FROM messages WHERE id = ?');
   const pending = db.prepare<[], { id: string; routing: string; text: string; received_at: number }>(
     'SELECT id, routing, text, received_at FROM messages ORDER BY received_at, rowid',
   );
   return {
-    append: async (message) => {
-      insert.run(message.id, JSON.stringify(message.routing), message.text, message.receivedAt);
-    },
-    complete: async (id) => {
-      remove.run(id);
-    },
-    pending: async () =>
-      pending.all().map((row) => ({
-        id: row.id,
-        routing: JSON.parse(row.routing) as RoutingSnapshot,
-        text: row.text,
-        receivedAt: row.received_at,
-      })),
+    append: (message) =>
+      group.run(() => {
+        insert.run(message.id, JSON.stringify(message.routing), message.text, message.receivedAt);
+      }),
+    complete: (id) =>
+      group.run(() => {
+        remove.run(id);
+      }),
+    pending: () =>
+      group.run(() =>
+        pending.all().map((row) => ({
+          id: row.id,
+          routing: JSON.parse(row.routing) as RoutingSnapshot,
+          text: row.text,
+          receivedAt: row.received_at,
+        })),
+      ),
   };
 }
 
-function outbox(db: Database.Database, retentionMs: number): Outbox {
+function outbox(db: Database.Database, group: GroupCommit, retentionMs: number): Outbox {
   const insert = db.prepare(
     `INSERT OR IGNORE INTO deliveries (id, kind, destination, text, in_reply_to, origin, status, attempts, due_at, created_at)
      VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)`,
@@ -128,46 +137,53 @@ function outbox(db: Database.Database, retentionMs: number): Outbox {
   const prune = db.prepare(`DELETE FROM deliveries WHERE status = 'done' AND created_at < ?`);
   let lastPrune = 0;
   return {
-    add: async (delivery, dueAt) => {
-      const result = insert.run(
-        delivery.id,
-        delivery.kind,
-        JSON.stringify(delivery.destination),
-        delivery.text,
-        delivery.inReplyTo ?? null,
-        JSON.stringify(delivery.origin),
-        dueAt,
-        delivery.createdAt,
-      );
-      return result.changes === 1;
-    },
-    markDone: async (id) => {
-      done.run(id);
-      const now = Date.now();
-      // Pruning at most once a minute keeps the done path one UPDATE almost always.
-      if (now - lastPrune > 60_000) {
-        lastPrune = now;
-        prune.run(now - retentionMs);
-      }
-    },
-    lease: async (id, until) => {
-      lease.run(until, id);
-    },
-    releaseAll: async (now) => {
-      releaseAll.run(now);
-    },
-    retryAt: async (id, dueAt, error) => {
-      retry.run(dueAt, error.slice(0, 1000), id);
-    },
-    markFailed: async (id, error) => {
-      failed.run(error.slice(0, 1000), id);
-    },
-    due: async (now, limit, skip) => {
-      const rows = due.all(now, limit + skip.size);
-      return rows.filter((row) => !skip.has(row.id)).slice(0, limit).map(toDelivery);
-    },
-    nextDueAt: async () => nextDue.get()?.due_at ?? undefined,
-    pendingCount: async () => pendingCount.get()?.n ?? 0,
+    add: (delivery, dueAt) =>
+      group.run(() => {
+        const result = insert.run(
+          delivery.id,
+          delivery.kind,
+          JSON.stringify(delivery.destination),
+          delivery.text,
+          delivery.inReplyTo ?? null,
+          JSON.stringify(delivery.origin),
+          dueAt,
+          delivery.createdAt,
+        );
+        return result.changes === 1;
+      }),
+    markDone: (id) =>
+      group.run(() => {
+        done.run(id);
+        const now = Date.now();
+        // Pruning at most once a minute keeps the done path one UPDATE almost always.
+        if (now - lastPrune > 60_000) {
+          lastPrune = now;
+          prune.run(now - retentionMs);
+        }
+      }),
+    lease: (id, until) =>
+      group.run(() => {
+        lease.run(until, id);
+      }),
+    releaseAll: (now) =>
+      group.run(() => {
+        releaseAll.run(now);
+      }),
+    retryAt: (id, dueAt, error) =>
+      group.run(() => {
+        retry.run(dueAt, error.slice(0, 1000), id);
+      }),
+    markFailed: (id, error) =>
+      group.run(() => {
+        failed.run(error.slice(0, 1000), id);
+      }),
+    due: (now, limit, skip) =>
+      group.run(() => {
+        const rows = due.all(now, limit + skip.size);
+        return rows.filter((row) => !skip.has(row.id)).slice(0, limit).map(toDelivery);
+      }),
+    nextDueAt: () => group.run(() => nextDue.get()?.due_at ?? undefined),
+    pendingCount: () => group.run(() => pendingCount.get()?.n ?? 0),
   };
 }
 
@@ -184,29 +200,31 @@ function toDelivery(row: DeliveryRow): StoredDelivery {
   };
 }
 
-function homeChannels(db: Database.Database): HomeChannels {
+function homeChannels(db: Database.Database, group: GroupCommit): HomeChannels {
   const get = db.prepare<[string], { destination: string }>('SELECT destination FROM homes WHERE platform = ?');
   const set = db.prepare(
     'INSERT INTO homes (platform, destination) VALUES (?, ?) ON CONFLICT (platform) DO UPDATE SET destination = excluded.destination',
   );
   return {
-    get: async (platform) => {
-      const row = get.get(platform);
-      return row === undefined ? undefined : (JSON.parse(row.destination) as Destination);
-    },
-    set: async (destination) => {
-      set.run(destination.platform, JSON.stringify(destination));
-    },
+    get: (platform) =>
+      group.run(() => {
+        const row = get.get(platform);
+        return row === undefined ? undefined : (JSON.parse(row.destination) as Destination);
+      }),
+    set: (destination) =>
+      group.run(() => {
+        set.run(destination.platform, JSON.stringify(destination));
+      }),
   };
 }
 
-function conversations(db: Database.Database): Conversations {
+function conversations(db: Database.Database, group: GroupCommit): Conversations {
   const get = db.prepare<[string], { epoch: number }>('SELECT epoch FROM conversations WHERE key = ?');
   const bump = db.prepare<[string], { epoch: number }>(
     'INSERT INTO conversations (key, epoch) VALUES (?, 1) ON CONFLICT (key) DO UPDATE SET epoch = epoch + 1 RETURNING epoch',
   );
   return {
-    epoch: async (key) => get.get(key)?.epoch ?? 0,
-    next: async (key) => bump.get(key)!.epoch,
+    epoch: (key) => group.run(() => get.get(key)?.epoch ?? 0),
+    next: (key) => group.run(() => bump.get(key)!.epoch),
   };
 }
