@@ -28,6 +28,54 @@ export const ERROR_CODES = {
     status: 500,
     summary: 'A configuration variable has a value threadline cannot use.',
   },
+  TL_NOT_FOUND: {
+    status: 404,
+    summary: 'No route for this method and path.',
+  },
+  TL_INTERNAL: {
+    status: 500,
+    summary: 'An unexpected failure; the response carries no detail, the log and the trace do.',
+  },
+  TL_BAD_REQUEST: {
+    status: 400,
+    summary: 'The request body is not JSON or does not match the schema; the message names the field.',
+  },
+  TL_UNAUTHORIZED: {
+    status: 401,
+    summary: 'The bearer token, secret token or request signature is missing or wrong.',
+  },
+  TL_PAYLOAD_TOO_LARGE: {
+    status: 413,
+    summary: 'The request body is over the 64 KiB limit.',
+  },
+  TL_INTAKE_FULL: {
+    status: 429,
+    summary: 'The intake queue is full; retry after the number of seconds in Retry-After.',
+  },
+  TL_SHUTTING_DOWN: {
+    status: 503,
+    summary: 'The gateway is stopping and takes no new messages; retry against another instance or later.',
+  },
+  TL_TARGET_INVALID: {
+    status: 400,
+    summary: 'A delivery target is not origin, home or platform:chat[:thread], or names an unknown platform.',
+  },
+  TL_HOME_UNSET: {
+    status: 409,
+    summary: 'A delivery went to the home channel of a platform that has none; send /sethome in the chat first.',
+  },
+  TL_MISROUTE_REFUSED: {
+    status: 500,
+    summary: 'THREADLINE_STRICT_ROUTING refused a delivery whose destination differs from its origin routing.',
+  },
+  TL_DELIVERY_REJECTED: {
+    status: 502,
+    summary: 'The platform refused a delivery for good (a 4xx other than 429); it is kept as failed, not retried.',
+  },
+  TL_DELIVERY_FAILED: {
+    status: 502,
+    summary: 'A delivery attempt failed for now (network, 5xx, 429); it stays in the outbox and is retried.',
+  },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -65,5 +113,19 @@ export class ConfigError extends ThreadlineError {
     super('TL_CONFIG_INVALID', `Invalid ${variable}: ${reason}`);
     this.name = 'ConfigError';
     this.variable = variable;
+  }
+}
+
+/** A delivery attempt failed; `retryable` says whether the outbox tries again. */
+export class DeliveryError extends ThreadlineError {
+  readonly retryable: boolean;
+  /** The wait the platform asked for (Retry-After), in milliseconds. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(message: string, options: { retryable: boolean; retryAfterMs?: number | undefined; cause?: unknown }) {
+    super(options.retryable ? 'TL_DELIVERY_FAILED' : 'TL_DELIVERY_REJECTED', message, { cause: options.cause });
+    this.name = 'DeliveryError';
+    this.retryable = options.retryable;
+    this.retryAfterMs = options.retryAfterMs;
   }
 }

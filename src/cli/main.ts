@@ -1,21 +1,34 @@
 /**
- * `npm start`. The gateway itself is not built yet; until it is, this boots telemetry,
- * proves that session routing reaches a span, says where that span went, and exits.
+ * `npm start`: the gateway with its defaults (webhook platform, SQLite and a trace file in
+ * the data dir), one banner line, and a clean stop on SIGTERM or SIGINT.
  */
-import { trace } from '@opentelemetry/api';
-import { withSession } from '../session/index.js';
-import { describeExporter } from '../telemetry/index.js';
+import { readGatewayConfig } from '../gateway/gateway-config.js';
+import { startGateway, type RunningGateway } from '../gateway/start-gateway.js';
+import { exitOnStartupError } from '../startup-failure.js';
+import { createLogger, describeExporter } from '../telemetry/index.js';
 import { telemetry } from '../telemetry/register.js';
 
-const tracer = trace.getTracer('threadline');
-const traceId = withSession({ platform: 'webhook', chatType: 'dm', chatId: 'selfcheck' }, () =>
-  tracer.startActiveSpan('threadline.selfcheck', (span) => {
-    span.end();
-    return span.spanContext().traceId;
-  }),
-);
-await telemetry.shutdown();
-console.log(
-  `threadline: session-context core ready; the gateway is not built yet. ` +
-    `Wrote self-check trace ${traceId} to ${describeExporter(telemetry.config)}.`,
-);
+const logger = createLogger({ level: telemetry.config.logLevel, includeNames: telemetry.config.logNames });
+let running: RunningGateway;
+try {
+  const config = readGatewayConfig();
+  running = await startGateway(config, { logger });
+  console.log(
+    `threadline listening on ${running.url} · ${running.platforms.map((p) => p.describe(running.url)).join(' · ')} · ` +
+      `store ${config.dataDir} · traces ${describeExporter(telemetry.config)}`,
+  );
+} catch (error) {
+  exitOnStartupError(error);
+}
+
+let stopping = false;
+async function stop(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, 'stopping: intake closed, finishing work');
+  await running.stop();
+  await telemetry.shutdown();
+  process.exit(0);
+}
+process.once('SIGTERM', () => void stop('SIGTERM'));
+process.once('SIGINT', () => void stop('SIGINT'));

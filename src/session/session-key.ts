@@ -55,7 +55,11 @@ export function parseSessionKey(key: string): SessionKeyParts {
   return parts;
 }
 
-/** A short, stable session id: a hash of the key, so it is fixed-length and safe everywhere. */
-export function deriveSessionId(parts: SessionKeyParts): string {
-  return 'tl_' + createHash('sha256').update(sessionKey(parts)).digest('base64url').slice(0, 22);
+/**
+ * A short, stable session id: a hash of the key, so it is fixed-length and safe everywhere.
+ * `epoch` counts conversations started afresh in the same chat (/new); 0 is the first.
+ */
+export function deriveSessionId(parts: SessionKeyParts, epoch = 0): string {
+  const key = epoch === 0 ? sessionKey(parts) : `${sessionKey(parts)}#${epoch}`;
+  return 'tl_' + createHash('sha256').update(key).digest('base64url').slice(0, 22);
 }

@@ -34,7 +34,12 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
     serviceName: config.serviceName,
     contextManager,
     textMapPropagator: propagator,
-    instrumentations: [new HttpInstrumentation(), new UndiciInstrumentation()],
+    instrumentations: [
+      // Inbound POSTs are platform messages: their trace starts at gateway.message, built
+      // with inbound distrust, not at an http span parented by whatever the caller sent.
+      new HttpInstrumentation({ ignoreIncomingRequestHook: (request) => request.method === 'POST' }),
+      new UndiciInstrumentation(),
+    ],
     spanProcessors: [stamper, new BatchSpanProcessor(exporter)],
     // Traces only. Left unset, NodeSDK adds OTLP metric and log exporters aimed at
     // localhost:4318 even when spans go to the file: they retry on every flush and hold

@@ -1,0 +1,21 @@
+/**
+ * The floor: a fastify route that answers 202 and makes one keep-alive POST to the delivery
+ * receiver. No store, no queue, no telemetry; what any gateway here can at best do.
+ */
+import Fastify from 'fastify';
+import { Agent, request } from 'node:http';
+
+const target = new URL(process.env['DELIVERY_URL']!);
+const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+const app = Fastify();
+
+app.post<{ Body: { chat_id: string; thread_id?: string; text: string } }>('/v1/messages', async (req, reply) => {
+  const body = JSON.stringify({ chat_id: req.body.chat_id, thread_id: req.body.thread_id ?? null, text: req.body.text, kind: 'reply' });
+  const forward = request(target, { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => res.resume());
+  forward.on('error', () => {});
+  forward.end(body);
+  return reply.code(202).send({ ok: true });
+});
+
+const address = await app.listen({ port: 0, host: '127.0.0.1' });
+console.log(`listening on ${address}`);

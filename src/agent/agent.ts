@@ -1,0 +1,24 @@
+import type { Session } from '../session/index.js';
+import type { Destination } from '../store/store.js';
+
+/** One turn: a message of a session, and what the agent may do in answer. */
+export interface Turn {
+  readonly session: Session;
+  readonly text: string;
+  /** The gateway's id for the message. */
+  readonly messageId: string;
+  readonly traceId: string;
+  /** Aborted by /stop or shutdown; long work should watch it. */
+  readonly signal: AbortSignal;
+  /** Replies to the chat and thread the message came from. */
+  reply(text: string): Promise<void>;
+  /** Makes this chat and thread the platform's home channel (target of `home` deliveries). */
+  setHome(): Promise<Destination>;
+  /** Starts a new conversation in this chat: later messages get a new session id. */
+  newConversation(): Promise<void>;
+}
+
+/** The seam between the gateway and whatever answers messages. */
+export interface Agent {
+  handle(turn: Turn): Promise<void>;
+}

@@ -1,0 +1,42 @@
+import type { Agent, Turn } from './agent.js';
+
+/**
+ * The default agent: the gateway's own commands, and an echo of anything else. Tools and
+ * the commands that use them plug in behind the same Agent interface.
+ */
+export class EchoAgent implements Agent {
+  async handle(turn: Turn): Promise<void> {
+    switch (commandOf(turn.text)) {
+      case '/status':
+        return turn.reply(statusText(turn));
+      case '/sethome': {
+        await turn.setHome();
+        return turn.reply(`This chat is now the home channel for ${turn.session.platform}.`);
+      }
+      case '/new':
+        await turn.newConversation();
+        return turn.reply('Started a new conversation.');
+      case '/stop':
+        return turn.reply('Stopped.');
+      default:
+        return turn.reply(turn.text);
+    }
+  }
+}
+
+/** The command word of a message, without a Telegram-style @botname suffix. */
+export function commandOf(text: string): string | undefined {
+  const match = /^\s*(\/[a-z_]+)(?:@\S+)?(?:\s|$)/i.exec(text);
+  return match?.[1]?.toLowerCase();
+}
+
+function statusText(turn: Turn): string {
+  const { session } = turn;
+  return [
+    `platform: ${session.platform}`,
+    `chat: ${session.chatId} (${session.chatType})`,
+    `thread: ${session.threadId ?? 'none'}`,
+    `session: ${session.sessionId}`,
+    `trace: ${turn.traceId}`,
+  ].join('\n');
+}

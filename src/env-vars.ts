@@ -1,0 +1,45 @@
+import { ConfigError } from './errors.js';
+
+/**
+ * Typed readers for configuration variables. Each refuses a value it cannot use with a
+ * ConfigError naming the variable, so a typo stops start-up instead of changing behaviour.
+ */
+export function envString(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value === undefined || value === '' ? undefined : value;
+}
+
+export function envOneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], fallback: T): T {
+  const value = envString(env, name)?.toLowerCase();
+  if (value === undefined) return fallback;
+  if (!allowed.includes(value as T)) throw new ConfigError(name, `"${value}" is not one of ${allowed.join(', ')}`);
+  return value as T;
+}
+
+export function envFlag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const value = envOneOf(env, name, ['1', '0', 'true', 'false'], 'false');
+  return value === '1' || value === 'true';
+}
+
+export function envInteger(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const value = envString(env, name);
+  if (value === undefined) return fallback;
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < min || number > max) {
+    throw new ConfigError(name, `"${value}" is not a whole number from ${min} to ${max}`);
+  }
+  return number;
+}
+
+export function envUrl(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = envString(env, name);
+  if (value === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(name, `"${value}" is not an absolute URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(name, 'must be an http or https URL');
+  return url.toString();
+}

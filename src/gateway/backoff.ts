@@ -1,0 +1,15 @@
+export interface BackoffOptions {
+  readonly baseMs: number;
+  readonly maxMs: number;
+}
+
+/**
+ * Exponential backoff with full jitter (a random wait up to base·2^attempt, capped), so
+ * many deliveries failing together do not retry together. A platform's Retry-After wins
+ * when it asks for longer.
+ */
+export function backoffMs(attempt: number, options: BackoffOptions, retryAfterMs?: number): number {
+  const ceiling = Math.min(options.maxMs, options.baseMs * 2 ** Math.min(attempt, 30));
+  const jittered = Math.random() * ceiling;
+  return retryAfterMs === undefined ? jittered : Math.max(retryAfterMs, jittered);
+}

@@ -1,0 +1,260 @@
+import { SpanStatusCode, metrics, trace, type Span } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import { DeliveryError, ThreadlineError } from '../errors.js';
+import { networkFailure } from '../platforms/http-delivery.js';
+import type { Platform } from '../platforms/platform.js';
+import { getSession, runDetached, runResumed, type RoutingSnapshot, type Session } from '../session/index.js';
+import type { DeliveryKind, Destination, Store, StoredDelivery } from '../store/store.js';
+import { backoffMs, type BackoffOptions } from './backoff.js';
+import type { Target } from './delivery-target.js';
+import { destinationOf, routingMismatch } from './misroute-guard.js';
+
+export interface DeliveryRequest {
+  /** Idempotency key; deterministic for replies, so a replayed turn does not send twice. */
+  readonly id: string;
+  readonly kind: DeliveryKind;
+  readonly text: string;
+  /** Default: origin. */
+  readonly target?: Target;
+  readonly inReplyTo?: string | undefined;
+  /** The routing captured where the work began; the misroute guard compares against it. */
+  readonly origin: RoutingSnapshot;
+}
+
+export interface DeliveryOptions {
+  /** THREADLINE_STRICT_ROUTING: refuse a delivery whose destination differs from its origin. */
+  readonly strictRouting: boolean;
+  readonly maxAttempts: number;
+  readonly backoff: BackoffOptions;
+  /** Retries sent at once. */
+  readonly maxInFlight: number;
+  /** How long a delivery being sent is leased before it counts as lost (a crash). */
+  readonly leaseMs: number;
+}
+
+export interface DeliveryStats {
+  delivered: number;
+  retried: number;
+  failed: number;
+  mismatches: number;
+}
+
+const ORIGIN: Target = { to: 'origin' };
+const tracer = trace.getTracer('threadline');
+const mismatchCounter = metrics.getMeter('threadline').createCounter('threadline.routing.mismatches', {
+  description: 'Deliveries whose destination differed from the routing captured at their origin',
+});
+
+/**
+ * Resolves, guards, records and sends deliveries. A delivery is written to the outbox
+ * before its first attempt and marked done only after the platform accepted it; failures
+ * are retried with backoff by a loop that starts from the root context and resumes each
+ * delivery's own origin routing. After a restart every pending delivery is sent again:
+ * at least once, with a stable idempotency key.
+ */
+export class Deliveries {
+  readonly stats: DeliveryStats = { delivered: 0, retried: 0, failed: 0, mismatches: 0 };
+  private readonly sending = new Set<string>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly shutdown = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private wakeAt = Number.POSITIVE_INFINITY;
+  private stopped = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly platforms: ReadonlyMap<string, Platform>,
+    private readonly options: DeliveryOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Delivers now, inside a gateway.deliver span. Resolves once the delivery is sent, or
+   * recorded for a retry, or recorded as failed. Throws TL_TARGET_INVALID, TL_HOME_UNSET or
+   * TL_MISROUTE_REFUSED, when nothing was recorded.
+   */
+  async deliver(request: DeliveryRequest): Promise<void> {
+    const target = request.target ?? ORIGIN;
+    const destination = await this.resolve(target, request.origin.session as Session);
+    return tracer.startActiveSpan('gateway.deliver', async (span) => {
+      try {
+        describeDelivery(span, request.id, request.kind, destination, 1);
+        if (target.to === 'origin') this.guard(span, request.origin.session as Session, destination);
+        const delivery: StoredDelivery = {
+          id: request.id,
+          kind: request.kind,
+          destination,
+          text: request.text,
+          ...(request.inReplyTo === undefined ? {} : { inReplyTo: request.inReplyTo }),
+          origin: request.origin,
+          attempts: 0,
+          createdAt: Date.now(),
+        };
+        if (!(await this.store.outbox.add(delivery, Date.now() + this.options.leaseMs))) {
+          span.setAttribute('delivery.replayed', true);
+          return;
+        }
+        await this.attempt(delivery, span);
+      } catch (error) {
+        failSpan(span, error);
+        throw error;
+      } finally {
+        span.end();
+      }
+    });
+  }
+
+  /** Starts the retry loop; pending deliveries left by a previous process are sent at once. */
+  async start(): Promise<void> {
+    const now = Date.now();
+    await this.store.outbox.releaseAll(now);
+    this.wake(now);
+  }
+
+  /** Stops retrying and waits for sends under way. Pending deliveries stay in the outbox. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  async pendingCount(): Promise<number> {
+    return this.store.outbox.pendingCount();
+  }
+
+  private async resolve(target: Target, origin: Session): Promise<Destination> {
+    const destination =
+      target.to === 'explicit'
+        ? target.destination
+        : target.to === 'home'
+          ? await this.home(target.platform ?? (getSession() ?? origin).platform)
+          : destinationOf(getSession() ?? origin);
+    if (!this.platforms.has(destination.platform)) {
+      throw new ThreadlineError('TL_TARGET_INVALID', `No platform "${destination.platform}" is enabled in this gateway`);
+    }
+    return destination;
+  }
+
+  private async home(platform: string): Promise<Destination> {
+    const home = await this.store.homes.get(platform);
+    if (home === undefined) {
+      throw new ThreadlineError('TL_HOME_UNSET', `${platform} has no home channel; send /sethome in the chat that should be it`);
+    }
+    return home;
+  }
+
+  private guard(span: Span, origin: Session, destination: Destination): void {
+    const mismatch = routingMismatch(origin, destination);
+    if (mismatch === undefined) return;
+    this.stats.mismatches++;
+    mismatchCounter.add(1, { 'chat.platform': destination.platform });
+    span.addEvent('routing.mismatch', mismatch);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: 'routing mismatch' });
+    this.logger.warn({ routing: mismatch }, 'delivery destination differs from its origin routing');
+    if (this.options.strictRouting) {
+      throw new ThreadlineError(
+        'TL_MISROUTE_REFUSED',
+        'Refused a delivery whose destination differs from the routing of the work that produced it (THREADLINE_STRICT_ROUTING=1)',
+      );
+    }
+  }
+
+  private async attempt(delivery: StoredDelivery, span: Span): Promise<void> {
+    const platform = this.platforms.get(delivery.destination.platform);
+    const attempt = delivery.attempts + 1;
+    this.sending.add(delivery.id);
+    try {
+      if (platform === undefined) {
+        throw new DeliveryError(`No platform "${delivery.destination.platform}" is enabled`, { retryable: false });
+      }
+      await platform.send(
+        {
+          id: delivery.id,
+          kind: delivery.kind,
+          destination: delivery.destination,
+          text: delivery.text,
+          ...(delivery.inReplyTo === undefined ? {} : { inReplyTo: delivery.inReplyTo }),
+          traceId: delivery.origin.origin?.traceId ?? span.spanContext().traceId,
+        },
+        this.shutdown.signal,
+      );
+      await this.store.outbox.markDone(delivery.id);
+      this.stats.delivered++;
+    } catch (thrown) {
+      const error = thrown instanceof DeliveryError ? thrown : networkFailure(thrown, delivery.destination.platform);
+      failSpan(span, error);
+      if (error.retryable && attempt < this.options.maxAttempts && !this.stopped) {
+        const dueAt = Date.now() + backoffMs(attempt, this.options.backoff, error.retryAfterMs);
+        await this.store.outbox.retryAt(delivery.id, dueAt, error.message);
+        this.stats.retried++;
+        this.wake(dueAt);
+      } else if (error.retryable && this.stopped) {
+        // Left pending for the next start; not counted as an attempt that gave up.
+        await this.store.outbox.retryAt(delivery.id, Date.now(), error.message);
+      } else {
+        await this.store.outbox.markFailed(delivery.id, error.message);
+        this.stats.failed++;
+        this.logger.error({ err: error, delivery: delivery.id, attempts: attempt }, 'delivery failed for good');
+      }
+    } finally {
+      this.sending.delete(delivery.id);
+    }
+  }
+
+  /** A retry runs in the delivery's own origin routing, in a new trace linked to the origin. */
+  private async retry(delivery: StoredDelivery): Promise<void> {
+    await this.store.outbox.lease(delivery.id, Date.now() + this.options.leaseMs);
+    try {
+      await runResumed(delivery.origin, 'gateway.deliver', async () => {
+        const span = trace.getActiveSpan()!;
+        describeDelivery(span, delivery.id, delivery.kind, delivery.destination, delivery.attempts + 1);
+        await this.attempt(delivery, span);
+      });
+    } catch (error) {
+      // Only a damaged origin snapshot gets here; such a row can never be sent.
+      await this.store.outbox.markFailed(delivery.id, error instanceof Error ? error.message : String(error));
+      this.stats.failed++;
+      this.logger.error({ err: error, delivery: delivery.id }, 'delivery has an unusable origin snapshot');
+    }
+  }
+
+  /** Arms the retry timer for `at`, from the root context (lesson 12). */
+  private wake(at: number): void {
+    if (this.stopped || at >= this.wakeAt) return;
+    clearTimeout(this.timer);
+    this.wakeAt = at;
+    this.timer = runDetached(() => setTimeout(() => void this.drain(), Math.max(0, at - Date.now())));
+  }
+
+  private async drain(): Promise<void> {
+    this.wakeAt = Number.POSITIVE_INFINITY;
+    if (this.stopped) return;
+    const free = this.options.maxInFlight - this.sending.size;
+    if (free > 0) {
+      for (const delivery of await this.store.outbox.due(Date.now(), free, this.sending)) this.track(this.retry(delivery));
+    }
+    const next = await this.store.outbox.nextDueAt();
+    if (next !== undefined) this.wake(Math.max(next, Date.now() + 50));
+  }
+
+  private track(work: Promise<void>): void {
+    this.inFlight.add(work);
+    void work.finally(() => this.inFlight.delete(work));
+  }
+}
+
+function describeDelivery(span: Span, id: string, kind: DeliveryKind, destination: Destination, attempt: number): void {
+  span.setAttributes({
+    'delivery.id': id,
+    'delivery.kind': kind,
+    'delivery.attempt': attempt,
+    'routing.destination.platform': destination.platform,
+    'routing.destination.chat.id': destination.chatId,
+    ...(destination.threadId === undefined ? {} : { 'routing.destination.chat.thread.id': destination.threadId }),
+  });
+}
+
+function failSpan(span: Span, error: unknown): void {
+  span.recordException(error instanceof Error ? error : String(error));
+  span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+}

@@ -1,0 +1,230 @@
+import { randomUUID } from 'node:crypto';
+import { SpanKind, SpanStatusCode, context, trace, type Context, type Span } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import type { Agent, Turn } from '../agent/agent.js';
+import { commandOf } from '../agent/echo-agent.js';
+import { ThreadlineError } from '../errors.js';
+import type { AcceptedMessage, InboundMessage, Intake, Platform } from '../platforms/platform.js';
+import {
+  captureRouting,
+  contextWithSession,
+  createSession,
+  deriveSessionId,
+  resumeRouting,
+  sessionKey,
+  type InboundTrace,
+  type RoutingSnapshot,
+  type Session,
+  type SessionKeyParts,
+} from '../session/index.js';
+import type { Store } from '../store/store.js';
+import { Deliveries, type DeliveryOptions } from './deliveries.js';
+import { destinationOf } from './misroute-guard.js';
+import { SessionScheduler } from './session-scheduler.js';
+
+export interface GatewayOptions {
+  readonly store: Store;
+  readonly platforms: readonly Platform[];
+  readonly agent: Agent;
+  readonly logger: Logger;
+  /** THREADLINE_CONCURRENCY: turns running at once across sessions. */
+  readonly concurrency: number;
+  /** THREADLINE_QUEUE_CAPACITY: messages waiting or running before intake answers 429. */
+  readonly queueCapacity: number;
+  /** THREADLINE_GROUP_SESSIONS=per-user: one session per user in group chats. */
+  readonly perUserGroupSessions: boolean;
+  readonly delivery: DeliveryOptions;
+}
+
+interface MessageJob {
+  readonly id: string;
+  readonly sessionId: string;
+  readonly session: Session;
+  readonly key: string;
+  readonly text: string;
+  /** The session entered and gateway.message active: the job runs in exactly this. */
+  readonly context: Context;
+  readonly span: Span;
+  /** The routing captured at acceptance; origin of every reply. */
+  readonly routing: RoutingSnapshot;
+}
+
+const tracer = trace.getTracer('threadline');
+
+/**
+ * The pipeline: accepts a platform's message durably, runs its turn in order within its
+ * session, and delivers what the agent says. Each message's work runs in the context built
+ * for it at acceptance — inbound distrust, then its session, then its gateway.message span —
+ * and in nothing else.
+ */
+export class Gateway implements Intake {
+  readonly deliveries: Deliveries;
+  private readonly scheduler: SessionScheduler<MessageJob>;
+  private accepting = false;
+  /** Accepts between the room check and the queue: counted so capacity holds. */
+  private accepts = 0;
+
+  constructor(private readonly options: GatewayOptions) {
+    const platforms = new Map(options.platforms.map((platform) => [platform.name, platform]));
+    this.deliveries = new Deliveries(options.store, platforms, options.delivery, options.logger);
+    this.scheduler = new SessionScheduler((job, signal) => this.run(job, signal), {
+      concurrency: options.concurrency,
+      capacity: options.queueCapacity,
+    });
+  }
+
+  /** Messages waiting or running. */
+  get queued(): number {
+    return this.scheduler.size;
+  }
+
+  async accept(message: InboundMessage, inbound: InboundTrace): Promise<AcceptedMessage> {
+    if (!this.accepting) throw new ThreadlineError('TL_SHUTTING_DOWN', 'The gateway is stopping; retry later');
+    if (this.scheduler.size + this.accepts >= this.options.queueCapacity) {
+      throw new ThreadlineError('TL_INTAKE_FULL', `The intake queue holds ${this.options.queueCapacity} messages; retry later`);
+    }
+    this.accepts++;
+    try {
+      const { session, key } = await this.sessionFor(message.session);
+      const id = randomUUID();
+      const sessionContext = contextWithSession(inbound.context, session);
+      const span = tracer.startSpan(
+        'gateway.message',
+        {
+          kind: SpanKind.SERVER,
+          links: inbound.links,
+          attributes: { 'messaging.message.id': id, 'threadline.inbound.baggage.dropped': inbound.droppedBaggage },
+        },
+        sessionContext,
+      );
+      const jobContext = trace.setSpan(sessionContext, span);
+      const routing = captureRouting(jobContext);
+      try {
+        await this.options.store.messages.append({ id, routing, text: message.text, receivedAt: Date.now() });
+      } catch (error) {
+        endFailed(span, error);
+        throw error;
+      }
+      if (commandOf(message.text) === '/stop') this.scheduler.abort(session.sessionId, 'stopped by /stop');
+      const job = { id, sessionId: session.sessionId, session, key, text: message.text, context: jobContext, span, routing };
+      this.scheduler.offer(job, true);
+      return { messageId: id, sessionId: session.sessionId, traceId: span.spanContext().traceId };
+    } finally {
+      this.accepts--;
+    }
+  }
+
+  /** Sends what earlier processes left, replays accepted messages they did not finish, opens intake. */
+  async start(): Promise<void> {
+    await this.deliveries.start();
+    for (const stored of await this.options.store.messages.pending()) {
+      const { context: resumed, links } = resumeRouting(stored.routing);
+      const session = createSession(stored.routing.session);
+      const span = tracer.startSpan(
+        'gateway.message',
+        { kind: SpanKind.SERVER, links, attributes: { 'messaging.message.id': stored.id, 'threadline.replayed': true } },
+        resumed,
+      );
+      const key = sessionKey(this.keyParts(session));
+      const job = { id: stored.id, sessionId: session.sessionId, session, key, text: stored.text, context: trace.setSpan(resumed, span), span, routing: stored.routing };
+      this.scheduler.offer(job, true);
+    }
+    this.accepting = true;
+  }
+
+  /**
+   * Stops intake, lets queued and running turns finish (up to `timeoutMs`; what is left
+   * stays in the store and is replayed at the next start) and stops the delivery loop.
+   */
+  async stop(timeoutMs: number): Promise<void> {
+    this.accepting = false;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.scheduler.idle(), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
+    await this.deliveries.stop();
+  }
+
+  private async sessionFor(input: InboundMessage['session']): Promise<{ session: Session; key: string }> {
+    const parts = this.keyParts(createSession(input));
+    const key = sessionKey(parts);
+    const epoch = await this.options.store.conversations.epoch(key);
+    return { session: createSession({ ...input, sessionId: deriveSessionId(parts, epoch) }), key };
+  }
+
+  private keyParts(session: Session): SessionKeyParts {
+    const perUser = this.options.perUserGroupSessions && session.chatType !== 'dm';
+    return {
+      platform: session.platform,
+      chatType: session.chatType,
+      chatId: session.chatId,
+      threadId: session.threadId,
+      userId: perUser ? session.userId : undefined,
+    };
+  }
+
+  private run(job: MessageJob, signal: AbortSignal): Promise<void> {
+    return context.with(job.context, async () => {
+      const { store, logger } = this.options;
+      const traceId = job.span.spanContext().traceId;
+      let replies = 0;
+      const turn: Turn = {
+        session: job.session,
+        text: job.text,
+        messageId: job.id,
+        traceId,
+        signal,
+        reply: (text) =>
+          this.deliveries.deliver({
+            // Deterministic: a turn replayed after a crash does not send its replies twice.
+            id: `${job.id}/${++replies}`,
+            kind: 'reply',
+            text,
+            inReplyTo: job.session.messageId,
+            origin: job.routing,
+          }),
+        setHome: async () => {
+          const destination = destinationOf(job.session);
+          await store.homes.set(destination);
+          return destination;
+        },
+        newConversation: async () => {
+          await store.conversations.next(job.key);
+        },
+      };
+      try {
+        await this.turn(turn, signal);
+        await store.messages.complete(job.id);
+      } catch (error) {
+        // The message will run again after a restart; its replies keep their ids.
+        logger.error({ err: error, message: job.id }, 'could not finish message');
+      } finally {
+        job.span.end();
+      }
+    });
+  }
+
+  /** Runs the agent in an agent.turn span; a failed turn is answered, not dropped. */
+  private async turn(turn: Turn, signal: AbortSignal): Promise<void> {
+    try {
+      await tracer.startActiveSpan('agent.turn', async (span) => {
+          try {
+            await this.options.agent.handle(turn);
+          } catch (error) {
+            endFailed(span, error);
+            throw error;
+          }
+          span.end();
+        });
+    } catch (error) {
+      trace.getActiveSpan()?.setStatus({ code: SpanStatusCode.ERROR, message: 'agent turn failed' });
+      this.options.logger.error({ err: error, message: turn.messageId }, 'agent turn failed');
+      if (!signal.aborted) await turn.reply(`Sorry, that failed. Trace ${turn.traceId}.`).catch(() => {});
+    }
+  }
+}
+
+function endFailed(span: Span, error: unknown): void {
+  span.recordException(error instanceof Error ? error : String(error));
+  span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+  span.end();
+}

@@ -1,0 +1,93 @@
+import { SpanStatusCode, trace } from '@opentelemetry/api';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { SessionFieldError, ThreadlineError, type ErrorCode } from '../errors.js';
+import { inboundContext } from '../session/index.js';
+
+const tracer = trace.getTracer('threadline');
+
+/** Session fields as the webhook contract spells them, so a 400 names the field the caller sent. */
+const BODY_FIELDS: Record<string, string> = {
+  chatId: 'chat_id',
+  threadId: 'thread_id',
+  chatType: 'chat_type',
+  chatName: 'chat_name',
+  userId: 'user_id',
+  userName: 'user_name',
+  messageId: 'message_id',
+};
+
+/** Seconds a 429 asks the caller to wait. */
+const RETRY_AFTER_SECONDS = 1;
+
+/**
+ * Every failure leaves as `{error, code}` (and `field` when one field is at fault) with the
+ * status of its code; unexpected errors are logged and answered 500 without detail.
+ */
+export function errorHandler(logger: Logger) {
+  return (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
+    const code = answer(error, request, reply, logger);
+    recordRejection(request, reply.statusCode, code);
+    return reply;
+  };
+}
+
+/** Sends the answer for `error`; returns its code. */
+function answer(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply, logger: Logger): ErrorCode {
+  if (error instanceof SessionFieldError) {
+    const field = BODY_FIELDS[error.field] ?? error.field;
+    return send(reply, error.statusCode, error.code, error.message.replace(`"${error.field}"`, `"${field}"`), field);
+  }
+  if (error instanceof ThreadlineError) {
+    if (error.code === 'TL_INTAKE_FULL') reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+    return send(reply, error.statusCode, error.code, error.message);
+  }
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation !== undefined) {
+    const [first] = fastifyError.validation;
+    const params = (first?.params ?? {}) as Record<string, unknown>;
+    const field =
+      String(params['missingProperty'] ?? params['additionalProperty'] ?? first?.instancePath.replace(/^\//, '') ?? '') ||
+      undefined;
+    const reason = params['additionalProperty'] !== undefined ? 'is not a field of this API' : first?.message ?? 'is invalid';
+    return send(reply, 400, 'TL_BAD_REQUEST', `body field "${field ?? '?'}" ${reason}`, field);
+  }
+  if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return send(reply, 413, 'TL_PAYLOAD_TOO_LARGE', 'The body is over the 64 KiB limit');
+  }
+  const status = fastifyError.statusCode;
+  if (status !== undefined && status >= 400 && status < 500) {
+    return send(reply, status, 'TL_BAD_REQUEST', error.message);
+  }
+  logger.error({ err: error, method: request.method, url: request.url }, 'request failed');
+  return send(reply, 500, 'TL_INTERNAL', 'Internal error; the gateway log has the details');
+}
+
+function send(reply: FastifyReply, status: number, code: ErrorCode, error: string, field?: string): ErrorCode {
+  reply.code(status).send(field === undefined ? { error, code } : { error, code, field });
+  return code;
+}
+
+/**
+ * Inbound POSTs get no http server span (gateway.message is their root), so a refused one
+ * gets a span of its own: a bad signature or a 429 storm is then visible in the trace store.
+ * Built with inbound distrust like any message.
+ */
+function recordRejection(request: FastifyRequest, status: number, code: ErrorCode): void {
+  const inbound = inboundContext(request.headers);
+  const span = tracer.startSpan(
+    'gateway.reject',
+    {
+      links: inbound.links,
+      attributes: {
+        'http.request.method': request.method,
+        'url.path': request.url.split('?')[0]!,
+        'http.response.status_code': status,
+        'error.type': code,
+      },
+    },
+    inbound.context,
+  );
+  span.setStatus({ code: SpanStatusCode.ERROR, message: code });
+  span.end();
+}

@@ -1,0 +1,73 @@
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Agent } from '../agent/agent.js';
+import { EchoAgent } from '../agent/echo-agent.js';
+import type { Platform } from '../platforms/platform.js';
+import { SlackPlatform } from '../platforms/slack/slack-platform.js';
+import { TelegramPlatform } from '../platforms/telegram/telegram-platform.js';
+import { WebhookPlatform } from '../platforms/webhook/webhook-platform.js';
+import { SqliteStore } from '../store/sqlite-store.js';
+import type { Store } from '../store/store.js';
+import { Gateway } from './gateway.js';
+import type { GatewayConfig } from './gateway-config.js';
+import { buildServer } from './server.js';
+
+export interface RunningGateway {
+  readonly url: string;
+  readonly gateway: Gateway;
+  readonly server: FastifyInstance;
+  readonly platforms: readonly Platform[];
+  /** Stops intake, finishes work (up to the shutdown timeout), closes the server and store. */
+  stop(): Promise<void>;
+}
+
+export interface GatewayParts {
+  readonly logger: Logger;
+  /** Default: SQLite in the data dir. */
+  readonly store?: Store;
+  /** Default: EchoAgent. */
+  readonly agent?: Agent;
+}
+
+/** Builds and starts the whole gateway from its configuration. */
+export async function startGateway(config: GatewayConfig, parts: GatewayParts): Promise<RunningGateway> {
+  const { logger } = parts;
+  const store = parts.store ?? new SqliteStore(join(config.dataDir, 'threadline.db'));
+  const platforms: Platform[] = [new WebhookPlatform({ ...config.webhook, logger })];
+  if (config.telegram !== undefined) platforms.push(new TelegramPlatform({ ...config.telegram, logger }));
+  if (config.slack !== undefined) platforms.push(new SlackPlatform({ ...config.slack, logger }));
+  const gateway = new Gateway({
+    store,
+    platforms,
+    agent: parts.agent ?? new EchoAgent(),
+    logger,
+    concurrency: config.concurrency,
+    queueCapacity: config.queueCapacity,
+    perUserGroupSessions: config.perUserGroupSessions,
+    delivery: {
+      strictRouting: config.strictRouting,
+      maxAttempts: config.deliveryMaxAttempts,
+      backoff: { baseMs: config.deliveryBackoffMs, maxMs: config.deliveryBackoffMaxMs },
+      maxInFlight: config.concurrency,
+      leaseMs: 60_000,
+    },
+  });
+  const server = buildServer(gateway, platforms, logger);
+  await gateway.start();
+  const address = await server.listen({ port: config.port, host: config.host });
+  for (const platform of platforms) platform.start?.(gateway);
+  return {
+    url: address,
+    gateway,
+    server,
+    platforms,
+    stop: async () => {
+      // Intake first, so nothing new is accepted while the queue drains.
+      await Promise.all(platforms.map((platform) => platform.close?.()));
+      await gateway.stop(config.shutdownTimeoutMs);
+      await server.close();
+      await store.close();
+    },
+  };
+}

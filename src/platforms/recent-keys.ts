@@ -1,0 +1,17 @@
+/**
+ * A bounded set of recently seen keys, oldest evicted first: enough to drop Slack's
+ * redeliveries and the message/app_mention pair of one message, with fixed memory.
+ */
+export class RecentKeys {
+  private readonly keys = new Set<string>();
+
+  constructor(private readonly capacity: number) {}
+
+  /** True the first time a key is seen (while it is remembered). */
+  firstSight(key: string): boolean {
+    if (this.keys.has(key)) return false;
+    this.keys.add(key);
+    if (this.keys.size > this.capacity) this.keys.delete(this.keys.values().next().value!);
+    return true;
+  }
+}

@@ -1,0 +1,36 @@
+import type { ChatType } from '../../session/index.js';
+import type { InboundMessage } from '../platform.js';
+
+const CHAT_TYPES: Record<string, ChatType> = { im: 'dm', mpim: 'group', group: 'group', channel: 'channel' };
+
+/**
+ * The InboundMessage of a Slack Events API event, or undefined for events that are not a
+ * person's text (bot messages, edits, joins). `thread_ts` is the thread id; with
+ * `threadTopLevel` a top-level message starts a thread of its own (its `ts`), so the reply
+ * does not land in the channel. Reads only fields it checks: the body is untrusted.
+ */
+export function slackInbound(event: unknown, threadTopLevel: boolean): InboundMessage | undefined {
+  if (typeof event !== 'object' || event === null) return undefined;
+  const e = event as Record<string, unknown>;
+  if (e['type'] !== 'message' && e['type'] !== 'app_mention') return undefined;
+  if (e['subtype'] !== undefined || e['bot_id'] !== undefined) return undefined;
+  const { channel, ts, text, user } = e;
+  if (!isText(channel) || !isText(ts) || !isText(text)) return undefined;
+  const threadTs = isText(e['thread_ts']) ? e['thread_ts'] : threadTopLevel ? ts : undefined;
+  const channelType = typeof e['channel_type'] === 'string' ? e['channel_type'] : 'channel';
+  return {
+    session: {
+      platform: 'slack',
+      chatId: channel,
+      chatType: CHAT_TYPES[channelType] ?? 'channel',
+      ...(threadTs === undefined ? {} : { threadId: threadTs }),
+      ...(isText(user) ? { userId: user } : {}),
+      messageId: ts,
+    },
+    text,
+  };
+}
+
+function isText(value: unknown): value is string {
+  return typeof value === 'string' && value !== '';
+}

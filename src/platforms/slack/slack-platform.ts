@@ -1,0 +1,104 @@
+import { WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, WebClient } from '@slack/web-api';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { DeliveryError, ThreadlineError } from '../../errors.js';
+import { inboundContext } from '../../session/index.js';
+import type { Intake, OutboundMessage, Platform } from '../platform.js';
+import { RecentKeys } from '../recent-keys.js';
+import { slackInbound } from './slack-inbound.js';
+import { slackSignatureValid } from './slack-signature.js';
+
+export interface SlackOptions {
+  readonly botToken: string;
+  readonly signingSecret: string;
+  /** The Web API root; tests point it at a local fake. */
+  readonly apiUrl: string;
+  /** Reply to a top-level message in a thread of its own. */
+  readonly threadTopLevel: boolean;
+  readonly logger: Logger;
+}
+
+export const SLACK_EVENTS_PATH = '/v1/slack/events';
+const MAX_BODY_BYTES = 64 * 1024;
+
+/**
+ * Slack: Events API in (signature verified over the raw body), chat.postMessage out through
+ * @slack/web-api with its own retries off, so a 429 becomes a DeliveryError with the
+ * Retry-After the outbox honours.
+ */
+export class SlackPlatform implements Platform {
+  readonly name = 'slack';
+  private readonly client: WebClient;
+  private readonly seen = new RecentKeys(10_000);
+
+  constructor(private readonly options: SlackOptions) {
+    this.client = new WebClient(options.botToken, {
+      slackApiUrl: options.apiUrl,
+      retryConfig: { retries: 0 },
+      rejectRateLimitedCalls: true,
+      timeout: 10_000,
+    });
+  }
+
+  register(app: FastifyInstance, intake: Intake): void {
+    // Encapsulated: only this route sees its body as the raw string the signature covers.
+    void app.register(async (scope) => {
+      scope.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: MAX_BODY_BYTES }, (_request, body, done) =>
+        done(null, body),
+      );
+      scope.post(SLACK_EVENTS_PATH, async (request, reply) => {
+        const raw = request.body as string;
+        const header = (name: string) => (typeof request.headers[name] === 'string' ? (request.headers[name] as string) : undefined);
+        if (!slackSignatureValid(this.options.signingSecret, header('x-slack-request-timestamp'), header('x-slack-signature'), raw)) {
+          throw new ThreadlineError('TL_UNAUTHORIZED', 'Slack signature missing, wrong or outside the 5-minute window');
+        }
+        let body: Record<string, unknown>;
+        try {
+          body = JSON.parse(raw) as Record<string, unknown>;
+        } catch {
+          throw new ThreadlineError('TL_BAD_REQUEST', 'The Slack event body is not JSON');
+        }
+        if (typeof body !== 'object' || body === null) throw new ThreadlineError('TL_BAD_REQUEST', 'The Slack event body is not an object');
+        if (body['type'] === 'url_verification') return reply.send({ challenge: String(body['challenge'] ?? '') });
+        const message = body['type'] === 'event_callback' ? slackInbound(body['event'], this.options.threadTopLevel) : undefined;
+        if (message === undefined) return reply.code(200).send({ ok: true, ignored: true });
+        if (!this.seen.firstSight(`${message.session.chatId}/${message.session.messageId}`)) {
+          return reply.code(200).send({ ok: true, duplicate: true });
+        }
+        const accepted = await intake.accept(message, inboundContext(request.headers, { authenticated: true }));
+        return reply.code(200).send({ ok: true, message_id: accepted.messageId, trace_id: accepted.traceId });
+      });
+    });
+  }
+
+  async send(message: OutboundMessage): Promise<void> {
+    const { destination } = message;
+    try {
+      await this.client.chat.postMessage({
+        channel: destination.chatId,
+        text: message.text,
+        ...(destination.threadId === undefined ? {} : { thread_ts: destination.threadId }),
+      });
+    } catch (error) {
+      throw deliveryError(error);
+    }
+  }
+
+  describe(baseUrl: string): string {
+    return `slack: POST ${baseUrl}${SLACK_EVENTS_PATH}`;
+  }
+}
+
+function deliveryError(error: unknown): DeliveryError {
+  if (error instanceof WebAPIRateLimitedError) {
+    return new DeliveryError('Slack rate-limited chat.postMessage', { retryable: true, retryAfterMs: error.retryAfter * 1000, cause: error });
+  }
+  if (error instanceof WebAPIPlatformError) {
+    return new DeliveryError(`Slack refused chat.postMessage: ${error.data.error}`, { retryable: false, cause: error });
+  }
+  if (error instanceof WebAPIHTTPError) {
+    return new DeliveryError(`Slack answered ${error.statusCode}`, { retryable: error.statusCode >= 500, cause: error });
+  }
+  const reason = error instanceof Error ? error.message : String(error);
+  return new DeliveryError(`Slack could not be reached: ${reason}`, { retryable: true, cause: error });
+}

@@ -1,0 +1,44 @@
+import type { ChatType } from '../../session/index.js';
+import { displayName } from '../display-name.js';
+import type { InboundMessage } from '../platform.js';
+
+const CHAT_TYPES: Record<string, ChatType> = { private: 'dm', group: 'group', supergroup: 'group', channel: 'channel' };
+
+/**
+ * The InboundMessage of a Telegram update, or undefined for updates that carry no text
+ * for the agent (edits, joins, stickers). A forum topic's message_thread_id becomes the
+ * thread id, so the reply goes back into the topic, never into "General" (lesson 7).
+ * The update is untrusted input: every field is checked before it is read.
+ */
+export function telegramInbound(update: unknown): InboundMessage | undefined {
+  const message = record(record(update)?.['message']) ?? record(record(update)?.['channel_post']);
+  const chat = record(message?.['chat']);
+  if (message === undefined || chat === undefined) return undefined;
+  const text = message['text'];
+  const chatId = chat['id'];
+  const chatType = typeof chat['type'] === 'string' ? CHAT_TYPES[chat['type']] : undefined;
+  const messageId = message['message_id'];
+  if (typeof text !== 'string' || text === '' || chatType === undefined) return undefined;
+  if (!Number.isSafeInteger(chatId) || !Number.isSafeInteger(messageId)) return undefined;
+  const threadId = message['is_topic_message'] === true ? message['message_thread_id'] : undefined;
+  const from = record(message['from']);
+  const chatName = displayName(chat['title']);
+  const userName = displayName(from?.['username'] ?? from?.['first_name']);
+  return {
+    session: {
+      platform: 'telegram',
+      chatId: String(chatId),
+      chatType,
+      ...(chatName === undefined ? {} : { chatName }),
+      ...(Number.isSafeInteger(threadId) ? { threadId: String(threadId) } : {}),
+      ...(Number.isSafeInteger(from?.['id']) ? { userId: String(from!['id']) } : {}),
+      ...(userName === undefined ? {} : { userName }),
+      messageId: String(messageId),
+    },
+    text,
+  };
+}
+
+function record(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}

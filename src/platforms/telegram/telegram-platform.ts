@@ -1,0 +1,145 @@
+import type { FastifyInstance } from 'fastify';
+import { Api, Bot, GrammyError, HttpError } from 'grammy';
+import type { Logger } from 'pino';
+import { DeliveryError, ThreadlineError } from '../../errors.js';
+import { inboundContext, runDetached } from '../../session/index.js';
+import { secretsMatch } from '../bearer-token.js';
+import type { InboundMessage, Intake, OutboundMessage, Platform } from '../platform.js';
+import { telegramInbound } from './telegram-inbound.js';
+
+export interface TelegramOptions {
+  readonly token: string;
+  /** `webhook`: Telegram POSTs updates to us; `polling`: we ask with getUpdates. */
+  readonly mode: 'webhook' | 'polling';
+  /** Required for webhooks: the secret_token given to setWebhook. */
+  readonly webhookSecret?: string | undefined;
+  /** The Bot API root; tests point it at a local fake. */
+  readonly apiRoot: string;
+  readonly logger: Logger;
+}
+
+export const TELEGRAM_WEBHOOK_PATH = '/v1/telegram/webhook';
+const SECRET_HEADER = 'x-telegram-bot-api-secret-token';
+
+/**
+ * Telegram through grammY: its typed updates in, its Api client out. grammY's own retries
+ * stay off; the outbox decides when to try again, honouring retry_after.
+ */
+export class TelegramPlatform implements Platform {
+  readonly name = 'telegram';
+  private readonly api: Api;
+  private bot: Bot | undefined;
+
+  constructor(private readonly options: TelegramOptions) {
+    this.api = new Api(options.token, { apiRoot: options.apiRoot });
+  }
+
+  register(app: FastifyInstance, intake: Intake): void {
+    if (this.options.mode === 'polling') return;
+    const secret = this.options.webhookSecret!;
+    app.post(
+      TELEGRAM_WEBHOOK_PATH,
+      {
+        onRequest: async (request) => {
+          const presented = request.headers[SECRET_HEADER];
+          if (!secretsMatch(typeof presented === 'string' ? presented : undefined, secret)) {
+            throw new ThreadlineError('TL_UNAUTHORIZED', `Send the ${SECRET_HEADER} header given to setWebhook`);
+          }
+        },
+      },
+      async (request, reply) => {
+        const message = parseUpdate(request.body);
+        if (message === undefined) {
+          this.options.logger.debug({ update: updateId(request.body) }, 'telegram update without text ignored');
+          return reply.code(200).send({ ok: true, ignored: true });
+        }
+        // A 429 from here makes Telegram redeliver later: back-pressure, not loss.
+        const accepted = await intake.accept(message, inboundContext(request.headers, { authenticated: true }));
+        return reply.code(200).send({ ok: true, message_id: accepted.messageId, trace_id: accepted.traceId });
+      },
+    );
+  }
+
+  async send(message: OutboundMessage, signal: AbortSignal): Promise<void> {
+    const { destination } = message;
+    try {
+      await this.api.sendMessage(
+        destination.chatId,
+        message.text,
+        {
+          ...(destination.threadId === undefined ? {} : { message_thread_id: Number(destination.threadId) }),
+          ...(message.inReplyTo === undefined
+            ? {}
+            : { reply_parameters: { message_id: Number(message.inReplyTo), allow_sending_without_reply: true } }),
+        },
+        // grammY types its signal with an abort-controller shim; node-fetch accepts the native one.
+        signal as Parameters<Api['sendMessage']>[3],
+      );
+    } catch (error) {
+      throw deliveryError(error);
+    }
+  }
+
+  describe(baseUrl: string): string {
+    return this.options.mode === 'polling'
+      ? `telegram: long polling ${this.options.apiRoot}`
+      : `telegram: POST ${baseUrl}${TELEGRAM_WEBHOOK_PATH}`;
+  }
+
+  async close(): Promise<void> {
+    await this.bot?.stop();
+  }
+
+  /**
+   * Long polling from the root context (lesson 12). While the intake is full the loop waits,
+   * so updates stay with Telegram instead of being dropped.
+   */
+  start(intake: Intake): void {
+    if (this.options.mode !== 'polling') return;
+    const bot = new Bot(this.options.token, { client: { apiRoot: this.options.apiRoot } });
+    bot.on('message', async (ctx) => {
+      const message = parseUpdate(ctx.update);
+      if (message === undefined) return;
+      for (;;) {
+        try {
+          await runDetached(() => intake.accept(message, inboundContext({}, { authenticated: true })));
+          return;
+        } catch (error) {
+          if (!(error instanceof ThreadlineError) || error.code !== 'TL_INTAKE_FULL') throw error;
+          await new Promise((resolve) => setTimeout(resolve, 1000));
+        }
+      }
+    });
+    bot.catch((error) => this.options.logger.error({ err: error.error }, 'telegram update failed'));
+    this.bot = bot;
+    runDetached(() => void bot.start({ drop_pending_updates: false }).catch((error: unknown) => {
+      this.options.logger.error({ err: error }, 'telegram polling stopped');
+    }));
+  }
+}
+
+function parseUpdate(body: unknown): InboundMessage | undefined {
+  if (typeof body !== 'object' || body === null) {
+    throw new ThreadlineError('TL_BAD_REQUEST', 'A Telegram update is a JSON object');
+  }
+  return telegramInbound(body);
+}
+
+function updateId(body: unknown): unknown {
+  return typeof body === 'object' && body !== null ? (body as { update_id?: unknown }).update_id : undefined;
+}
+
+/** grammY's errors as delivery outcomes: 429 and 5xx and network failures are retried. */
+function deliveryError(error: unknown): DeliveryError {
+  if (error instanceof GrammyError) {
+    const retryable = error.error_code === 429 || error.error_code >= 500;
+    const retryAfter = error.parameters.retry_after;
+    return new DeliveryError(`Telegram refused ${error.method}: ${error.error_code} ${error.description}`, {
+      retryable,
+      retryAfterMs: retryAfter === undefined ? undefined : retryAfter * 1000,
+      cause: error,
+    });
+  }
+  const reason = error instanceof HttpError || error instanceof Error ? error.message : String(error);
+  return new DeliveryError(`Telegram could not be reached: ${reason}`, { retryable: true, cause: error });
+}

@@ -1,0 +1,105 @@
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { ThreadlineError } from '../../errors.js';
+import { inboundContext, outboundHeaders } from '../../session/index.js';
+import { bearerToken, secretsMatch } from '../bearer-token.js';
+import { checkDeliveryResponse, networkFailure } from '../http-delivery.js';
+import type { Intake, OutboundMessage, Platform } from '../platform.js';
+import { webhookMessageSchema, type WebhookMessageBody } from './webhook-schema.js';
+
+export interface WebhookOptions {
+  /** THREADLINE_WEBHOOK_TOKEN: when set, inbound requests need `Authorization: Bearer <token>`. */
+  readonly token?: string | undefined;
+  /** THREADLINE_WEBHOOK_DELIVERY_URL: where replies are POSTed; unset, they go to the log. */
+  readonly deliveryUrl?: string | undefined;
+  readonly logger: Logger;
+  readonly timeoutMs?: number;
+}
+
+export const WEBHOOK_PATH = '/v1/messages';
+const MAX_BODY_BYTES = 64 * 1024;
+
+/** The generic webhook platform: JSON in on POST /v1/messages, JSON out to a delivery URL. */
+export class WebhookPlatform implements Platform {
+  readonly name = 'webhook';
+
+  constructor(private readonly options: WebhookOptions) {}
+
+  register(app: FastifyInstance, intake: Intake): void {
+    const { token } = this.options;
+    app.post<{ Body: WebhookMessageBody }>(
+      WEBHOOK_PATH,
+      {
+        bodyLimit: MAX_BODY_BYTES,
+        schema: { body: webhookMessageSchema },
+        // Before the body is read: an unauthenticated caller gets 401, not a parse error.
+        onRequest: async (request) => {
+          if (token !== undefined && !secretsMatch(bearerToken(request.headers.authorization), token)) {
+            throw new ThreadlineError('TL_UNAUTHORIZED', 'Send Authorization: Bearer <THREADLINE_WEBHOOK_TOKEN>');
+          }
+        },
+      },
+      async (request, reply) => {
+        const body = request.body;
+        const inbound = inboundContext(request.headers, { authenticated: token !== undefined });
+        const accepted = await intake.accept(
+          {
+            session: {
+              platform: 'webhook',
+              chatId: body.chat_id,
+              chatType: body.chat_type ?? 'dm',
+              ...(body.thread_id === undefined ? {} : { threadId: body.thread_id }),
+              ...(body.chat_name === undefined ? {} : { chatName: body.chat_name }),
+              ...(body.user_id === undefined ? {} : { userId: body.user_id }),
+              ...(body.user_name === undefined ? {} : { userName: body.user_name }),
+              ...(body.message_id === undefined ? {} : { messageId: body.message_id }),
+            },
+            text: body.text,
+          },
+          inbound,
+        );
+        return reply.code(202).send({
+          message_id: accepted.messageId,
+          session_id: accepted.sessionId,
+          trace_id: accepted.traceId,
+        });
+      },
+    );
+  }
+
+  async send(message: OutboundMessage, signal: AbortSignal): Promise<void> {
+    const url = this.options.deliveryUrl;
+    const payload = {
+      chat_id: message.destination.chatId,
+      thread_id: message.destination.threadId ?? null,
+      text: message.text,
+      kind: message.kind,
+      ...(message.inReplyTo === undefined ? {} : { in_reply_to: message.inReplyTo }),
+      trace_id: message.traceId,
+      idempotency_key: message.id,
+    };
+    if (url === undefined) {
+      this.options.logger.info({ delivery: payload }, 'webhook delivery (THREADLINE_WEBHOOK_DELIVERY_URL is not set)');
+      return;
+    }
+    const what = `Webhook delivery URL ${new URL(url).origin}`;
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method: 'POST',
+        headers: outboundHeaders(url, { 'content-type': 'application/json', 'idempotency-key': message.id }),
+        body: JSON.stringify(payload),
+        signal: AbortSignal.any([signal, AbortSignal.timeout(this.options.timeoutMs ?? 10_000)]),
+      });
+    } catch (error) {
+      throw networkFailure(error, what);
+    }
+    await checkDeliveryResponse(response, what);
+  }
+
+  describe(baseUrl: string): string {
+    const out = this.options.deliveryUrl ?? 'the log';
+    const auth = this.options.token === undefined ? 'no token' : 'bearer token';
+    return `webhook: POST ${baseUrl}${WEBHOOK_PATH} (${auth}) → ${out}`;
+  }
+}

@@ -1,0 +1,230 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import type { RoutingSnapshot } from '../session/index.js';
+import { GroupCommit } from './group-commit.js';
+import type {
+  Conversations,
+  Destination,
+  HomeChannels,
+  MessageLog,
+  Outbox,
+  Store,
+  StoredDelivery,
+} from './store.js';
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS messages (
+  id TEXT PRIMARY KEY,
+  routing TEXT NOT NULL,
+  text TEXT NOT NULL,
+  received_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS deliveries (
+  id TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  destination TEXT NOT NULL,
+  text TEXT NOT NULL,
+  in_reply_to TEXT,
+  origin TEXT NOT NULL,
+  status TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  due_at INTEGER NOT NULL,
+  last_error TEXT,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, due_at);
+CREATE TABLE IF NOT EXISTS homes (
+  platform TEXT PRIMARY KEY,
+  destination TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS conversations (
+  key TEXT PRIMARY KEY,
+  epoch INTEGER NOT NULL
+);
+`;
+
+interface DeliveryRow {
+  id: string;
+  kind: StoredDelivery['kind'];
+  destination: string;
+  text: string;
+  in_reply_to: string | null;
+  origin: string;
+  attempts: number;
+  created_at: number;
+}
+
+/**
+ * The embedded store: one SQLite file in WAL mode with synchronous=NORMAL, which keeps
+ * every committed write through a process crash (kill -9); only an OS crash can lose the
+ * last transactions. Statements are prepared once and committed in groups (GroupCommit).
+ * Completed messages are deleted;
+ * completed deliveries are kept for `retentionMs` so a replayed turn finds their ids.
+ */
+export class SqliteStore implements Store {
+  readonly messages: MessageLog;
+  readonly outbox: Outbox;
+  readonly homes: HomeChannels;
+  readonly conversations: Conversations;
+  private readonly db: Database.Database;
+  private readonly group: GroupCommit;
+
+  constructor(path: string, retentionMs = 24 * 3600_000) {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    const db = new Database(path);
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.exec(SCHEMA);
+    this.db = db;
+    const group = new GroupCommit(db);
+    this.group = group;
+    this.messages = messageLog(db, group);
+    this.outbox = outbox(db, group, retentionMs);
+    this.homes = homeChannels(db, group);
+    this.conversations = conversations(db, group);
+  }
+
+  async close(): Promise<void> {
+    await this.group.run(() => undefined);
+    this.db.close();
+  }
+}
+
+function messageLog(db: Database.Database, group: GroupCommit): MessageLog {
+  const insert = db.prepare('INSERT INTO messages (id, routing, text, received_at) VALUES (?, ?, ?, ?)');
+  const remove = db.prepare('DELETE FROM messages WHERE id = ?');
+  const pending = db.prepare<[], { id: string; routing: string; text: string; received_at: number }>(
+    'SELECT id, routing, text, received_at FROM messages ORDER BY received_at, rowid',
+  );
+  return {
+    append: (message) =>
+      group.run(() => {
+        insert.run(message.id, JSON.stringify(message.routing), message.text, message.receivedAt);
+      }),
+    complete: (id) =>
+      group.run(() => {
+        remove.run(id);
+      }),
+    pending: () =>
+      group.run(() =>
+        pending.all().map((row) => ({
+          id: row.id,
+          routing: JSON.parse(row.routing) as RoutingSnapshot,
+          text: row.text,
+          receivedAt: row.received_at,
+        })),
+      ),
+  };
+}
+
+function outbox(db: Database.Database, group: GroupCommit, retentionMs: number): Outbox {
+  const insert = db.prepare(
+    `INSERT OR IGNORE INTO deliveries (id, kind, destination, text, in_reply_to, origin, status, attempts, due_at, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)`,
+  );
+  const done = db.prepare(`UPDATE deliveries SET status = 'done', attempts = attempts + 1, last_error = NULL WHERE id = ?`);
+  const lease = db.prepare(`UPDATE deliveries SET due_at = ? WHERE id = ?`);
+  const releaseAll = db.prepare(`UPDATE deliveries SET due_at = ? WHERE status = 'pending'`);
+  const retry = db.prepare(`UPDATE deliveries SET attempts = attempts + 1, due_at = ?, last_error = ? WHERE id = ?`);
+  const failed = db.prepare(`UPDATE deliveries SET status = 'failed', attempts = attempts + 1, last_error = ? WHERE id = ?`);
+  const due = db.prepare<[number, number], DeliveryRow>(
+    `SELECT id, kind, destination, text, in_reply_to, origin, attempts, created_at FROM deliveries
+     WHERE status = 'pending' AND due_at <= ? ORDER BY due_at, rowid LIMIT ?`,
+  );
+  const nextDue = db.prepare<[], { due_at: number | null }>(`SELECT MIN(due_at) AS due_at FROM deliveries WHERE status = 'pending'`);
+  const pendingCount = db.prepare<[], { n: number }>(`SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending'`);
+  const prune = db.prepare(`DELETE FROM deliveries WHERE status = 'done' AND created_at < ?`);
+  let lastPrune = 0;
+  return {
+    add: (delivery, dueAt) =>
+      group.run(() => {
+        const result = insert.run(
+          delivery.id,
+          delivery.kind,
+          JSON.stringify(delivery.destination),
+          delivery.text,
+          delivery.inReplyTo ?? null,
+          JSON.stringify(delivery.origin),
+          dueAt,
+          delivery.createdAt,
+        );
+        return result.changes === 1;
+      }),
+    markDone: (id) =>
+      group.run(() => {
+        done.run(id);
+        const now = Date.now();
+        // Pruning at most once a minute keeps the done path one UPDATE almost always.
+        if (now - lastPrune > 60_000) {
+          lastPrune = now;
+          prune.run(now - retentionMs);
+        }
+      }),
+    lease: (id, until) =>
+      group.run(() => {
+        lease.run(until, id);
+      }),
+    releaseAll: (now) =>
+      group.run(() => {
+        releaseAll.run(now);
+      }),
+    retryAt: (id, dueAt, error) =>
+      group.run(() => {
+        retry.run(dueAt, error.slice(0, 1000), id);
+      }),
+    markFailed: (id, error) =>
+      group.run(() => {
+        failed.run(error.slice(0, 1000), id);
+      }),
+    due: (now, limit, skip) =>
+      group.run(() => {
+        const rows = due.all(now, limit + skip.size);
+        return rows.filter((row) => !skip.has(row.id)).slice(0, limit).map(toDelivery);
+      }),
+    nextDueAt: () => group.run(() => nextDue.get()?.due_at ?? undefined),
+    pendingCount: () => group.run(() => pendingCount.get()?.n ?? 0),
+  };
+}
+
+function toDelivery(row: DeliveryRow): StoredDelivery {
+  return {
+    id: row.id,
+    kind: row.kind,
+    destination: JSON.parse(row.destination) as Destination,
+    text: row.text,
+    ...(row.in_reply_to === null ? {} : { inReplyTo: row.in_reply_to }),
+    origin: JSON.parse(row.origin) as RoutingSnapshot,
+    attempts: row.attempts,
+    createdAt: row.created_at,
+  };
+}
+
+function homeChannels(db: Database.Database, group: GroupCommit): HomeChannels {
+  const get = db.prepare<[string], { destination: string }>('SELECT destination FROM homes WHERE platform = ?');
+  const set = db.prepare(
+    'INSERT INTO homes (platform, destination) VALUES (?, ?) ON CONFLICT (platform) DO UPDATE SET destination = excluded.destination',
+  );
+  return {
+    get: (platform) =>
+      group.run(() => {
+        const row = get.get(platform);
+        return row === undefined ? undefined : (JSON.parse(row.destination) as Destination);
+      }),
+    set: (destination) =>
+      group.run(() => {
+        set.run(destination.platform, JSON.stringify(destination));
+      }),
+  };
+}
+
+function conversations(db: Database.Database, group: GroupCommit): Conversations {
+  const get = db.prepare<[string], { epoch: number }>('SELECT epoch FROM conversations WHERE key = ?');
+  const bump = db.prepare<[string], { epoch: number }>(
+    'INSERT INTO conversations (key, epoch) VALUES (?, 1) ON CONFLICT (key) DO UPDATE SET epoch = epoch + 1 RETURNING epoch',
+  );
+  return {
+    epoch: (key) => group.run(() => get.get(key)?.epoch ?? 0),
+    next: (key) => group.run(() => bump.get(key)!.epoch),
+  };
+}

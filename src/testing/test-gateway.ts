@@ -1,0 +1,165 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import type { Agent } from '../agent/agent.js';
+import { readGatewayConfig } from '../gateway/gateway-config.js';
+import { startGateway, type RunningGateway } from '../gateway/start-gateway.js';
+import type { WebhookMessageBody } from '../platforms/webhook/webhook-schema.js';
+import { names } from '../session/index.js';
+import { createLogger } from '../telemetry/logger.js';
+import { slackSignature } from '../platforms/slack/slack-signature.js';
+import { DeliveryReceiver } from './delivery-receiver.js';
+import { FakeSlack } from './fake-slack.js';
+import { FakeTelegram } from './fake-telegram.js';
+import { installTestTelemetry, type TestTelemetry } from './test-telemetry.js';
+
+export interface TestGatewayOptions {
+  /** Extra configuration variables, as the gateway would read them from the environment. */
+  readonly env?: Readonly<Record<string, string>>;
+  readonly agent?: Agent;
+  /** Enable Telegram against a local fake Bot API (webhook mode unless `polling`). */
+  readonly telegram?: boolean | 'polling';
+  /** Enable Slack against a local fake Web API. */
+  readonly slack?: boolean;
+}
+
+/** Secrets the test gateway's platforms are configured with. */
+export const TEST_SECRETS = {
+  telegramToken: '123456:test-token',
+  telegramWebhookSecret: 'telegram-secret',
+  slackBotToken: 'xoxb-test',
+  slackSigningSecret: 'slack-signing-secret',
+} as const;
+
+export interface SendResult {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+  readonly headers: Headers;
+}
+
+export interface ExpectedRouting {
+  readonly chatId: string;
+  readonly threadId?: string | undefined;
+}
+
+/** A gateway running in this process for a test, with everything it talks to. */
+export interface TestGateway {
+  readonly url: string;
+  readonly receiver: DeliveryReceiver;
+  readonly telegram: FakeTelegram | undefined;
+  readonly slack: FakeSlack | undefined;
+  readonly telemetry: TestTelemetry;
+  readonly running: RunningGateway;
+  /** POSTs a webhook message as the given chat and thread. */
+  send(message: WebhookMessageBody, headers?: Readonly<Record<string, string>>): Promise<SendResult>;
+  /** POSTs a Telegram update to the webhook with the configured secret (or `secret`). */
+  sendTelegram(update: object, secret?: string): Promise<SendResult>;
+  /** POSTs a Slack Events API body, signed with the signing secret (or `signingSecret`). */
+  sendSlack(body: object, signingSecret?: string): Promise<SendResult>;
+  /** Resolves with the trace's spans once spans of all `names` have ended. */
+  waitForSpans(traceId: string, names: readonly string[], timeoutMs?: number): Promise<ReadableSpan[]>;
+  /**
+   * Waits for the message's trace to finish (its gateway.message span ends last), then lists
+   * the spans that do not carry the expected chat.id and chat.thread.id: [] when all do.
+   */
+  routingProblems(traceId: string, expected: ExpectedRouting): Promise<string[]>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a gateway on an ephemeral loopback port with a temporary SQLite store, spans in
+ * memory and a local delivery receiver, for integration tests of threadline and of what
+ * users build on it.
+ */
+export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
+  const telemetry = installTestTelemetry();
+  const receiver = await DeliveryReceiver.start();
+  const telegram = options.telegram ? await FakeTelegram.start() : undefined;
+  const slack = options.slack ? await FakeSlack.start() : undefined;
+  const dataDir = mkdtempSync(join(tmpdir(), 'threadline-test-'));
+  const config = readGatewayConfig({
+    ...(telegram === undefined
+      ? {}
+      : {
+          THREADLINE_TELEGRAM_BOT_TOKEN: TEST_SECRETS.telegramToken,
+          THREADLINE_TELEGRAM_API_ROOT: telegram.apiRoot,
+          THREADLINE_TELEGRAM_MODE: options.telegram === 'polling' ? 'polling' : 'webhook',
+          THREADLINE_TELEGRAM_WEBHOOK_SECRET: TEST_SECRETS.telegramWebhookSecret,
+        }),
+    ...(slack === undefined
+      ? {}
+      : {
+          THREADLINE_SLACK_BOT_TOKEN: TEST_SECRETS.slackBotToken,
+          THREADLINE_SLACK_SIGNING_SECRET: TEST_SECRETS.slackSigningSecret,
+          THREADLINE_SLACK_API_URL: slack.apiUrl,
+        }),
+    PORT: '0',
+    HOST: '127.0.0.1',
+    THREADLINE_DATA_DIR: dataDir,
+    THREADLINE_WEBHOOK_DELIVERY_URL: receiver.url,
+    THREADLINE_DELIVERY_BACKOFF_MS: '20',
+    THREADLINE_DELIVERY_BACKOFF_MAX_MS: '200',
+    ...options.env,
+  });
+  const logger = createLogger({ level: process.env['THREADLINE_LOG_LEVEL'] ?? 'silent' });
+  const running = await startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}) });
+
+  async function post(path: string, body: string, headers: Readonly<Record<string, string>>): Promise<SendResult> {
+    const response = await fetch(`${running.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body,
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown>, headers: response.headers };
+  }
+
+  async function waitForSpans(traceId: string, wanted: readonly string[], timeoutMs = 10_000): Promise<ReadableSpan[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const spans = telemetry.spans(traceId);
+      if (wanted.every((name) => spans.some((span) => span.name === name))) return spans;
+      if (Date.now() > deadline) throw new Error(`Trace ${traceId} lacks ${wanted.join(', ')} after ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+
+  return {
+    url: running.url,
+    receiver,
+    telemetry,
+    running,
+    telegram,
+    slack,
+    send: (message, headers = {}) => post('/v1/messages', JSON.stringify(message), headers),
+    sendTelegram: (update, secret = TEST_SECRETS.telegramWebhookSecret) =>
+      post('/v1/telegram/webhook', JSON.stringify(update), { 'x-telegram-bot-api-secret-token': secret }),
+    sendSlack: (body, signingSecret = TEST_SECRETS.slackSigningSecret) => {
+      const raw = JSON.stringify(body);
+      const timestamp = String(Math.floor(Date.now() / 1000));
+      return post('/v1/slack/events', raw, {
+        'x-slack-request-timestamp': timestamp,
+        'x-slack-signature': slackSignature(signingSecret, timestamp, raw),
+      });
+    },
+    waitForSpans,
+    routingProblems: async (traceId, expected) => {
+      const spans = await waitForSpans(traceId, ['gateway.message']);
+      return spans
+        .filter(
+          (span) =>
+            span.attributes[names.CHAT_ID] !== expected.chatId ||
+            span.attributes[names.CHAT_THREAD_ID] !== expected.threadId,
+        )
+        .map(
+          (span) =>
+            `${span.name}: chat.id=${String(span.attributes[names.CHAT_ID])} chat.thread.id=${String(span.attributes[names.CHAT_THREAD_ID])}`,
+        );
+    },
+    stop: async () => {
+      await running.stop();
+      await Promise.all([receiver.close(), telegram?.close(), slack?.close()]);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

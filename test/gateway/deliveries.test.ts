@@ -1,0 +1,124 @@
+import { SpanStatusCode } from '@opentelemetry/api';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Agent } from '../../src/agent/agent.js';
+import { captureRouting, type RoutingSnapshot } from '../../src/session/index.js';
+import { startTestGateway, type TestGateway } from '../../src/testing/index.js';
+
+let gateway: TestGateway | undefined;
+afterEach(async () => {
+  await gateway?.stop();
+  gateway = undefined;
+});
+
+async function start(env: Record<string, string> = {}, agent?: Agent): Promise<TestGateway> {
+  gateway = await startTestGateway({ env, ...(agent ? { agent } : {}) });
+  return gateway;
+}
+
+async function until(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('delivery retries', () => {
+  it('retries 5xx and 429 (honouring Retry-After) until delivered, once per idempotency key', async () => {
+    const g = await start();
+    g.receiver.failNext(2, 503);
+    g.receiver.failNext(1, 429, '0');
+    await g.send({ chat_id: 'c', text: 'persistent' });
+    const [delivery] = await g.receiver.waitFor(1);
+    expect(delivery!.body.text).toBe('persistent');
+    await until(async () => (await g.running.gateway.deliveries.pendingCount()) === 0);
+    expect(g.receiver.received).toHaveLength(1);
+    expect(g.running.gateway.deliveries.stats).toMatchObject({ delivered: 1, retried: 3, failed: 0 });
+  });
+
+  it('gives up on a 4xx other than 429 and keeps the delivery as failed', async () => {
+    const g = await start();
+    g.receiver.failNext(1, 400);
+    const answer = await g.send({ chat_id: 'c', text: 'refused' });
+    const spans = await g.waitForSpans(answer.body['trace_id'] as string, ['gateway.message']);
+    const deliver = spans.find((span) => span.name === 'gateway.deliver')!;
+    expect(deliver.status.code).toBe(SpanStatusCode.ERROR);
+    expect(g.running.gateway.deliveries.stats).toMatchObject({ delivered: 0, failed: 1 });
+    expect(await g.running.gateway.deliveries.pendingCount()).toBe(0);
+  });
+
+  it('stops after the configured number of attempts', async () => {
+    const g = await start({ THREADLINE_DELIVERY_MAX_ATTEMPTS: '3' });
+    g.receiver.failEvery(503);
+    await g.send({ chat_id: 'c', text: 'doomed' });
+    await until(() => g.running.gateway.deliveries.stats.failed === 1);
+    expect(g.running.gateway.deliveries.stats.retried).toBe(2);
+  });
+
+  it('resumes a retried delivery in its origin routing, in a trace linked to the message', async () => {
+    const g = await start();
+    g.receiver.failNext(1, 503);
+    const answer = await g.send({ chat_id: 'origin-chat', thread_id: 'th', text: 'x' });
+    await g.receiver.waitFor(1);
+    const traceId = answer.body['trace_id'] as string;
+    await until(() =>
+      g.telemetry.spans().some((span) => span.name === 'gateway.deliver' && span.links[0]?.context.traceId === traceId),
+    );
+    const retried = g.telemetry.spans().find((span) => span.name === 'gateway.deliver' && span.links[0]?.context.traceId === traceId)!;
+    expect(retried.spanContext().traceId).not.toBe(traceId);
+    expect(retried.attributes).toMatchObject({ 'chat.id': 'origin-chat', 'chat.thread.id': 'th', 'delivery.attempt': 2 });
+  });
+});
+
+describe('misroute guard', () => {
+  /** An agent that, while handling chat B, delivers work that began in chat A: a context mix-up. */
+  function mixingAgent(): Agent & { gateway?: TestGateway } {
+    let first: RoutingSnapshot | undefined;
+    const agent: Agent & { gateway?: TestGateway } = {
+      handle: async (turn) => {
+        if (first === undefined) {
+          first = captureRouting();
+          return turn.reply('first');
+        }
+        await agent.gateway!.running.gateway.deliveries.deliver({ id: `mixed-${turn.messageId}`, kind: 'notification', text: 'for A', origin: first });
+      },
+    };
+    return agent;
+  }
+
+  it('flags a delivery whose destination differs from its origin: ERROR span, event, counter', async () => {
+    const agent = mixingAgent();
+    const g = await start({}, agent);
+    agent.gateway = g;
+    await g.send({ chat_id: 'A', thread_id: '1', text: 'a' });
+    await g.receiver.waitFor(1);
+    const answer = await g.send({ chat_id: 'B', text: 'b' });
+    const spans = await g.waitForSpans(answer.body['trace_id'] as string, ['gateway.message']);
+    const deliver = spans.find((span) => span.name === 'gateway.deliver')!;
+    expect(deliver.status.code).toBe(SpanStatusCode.ERROR);
+    const event = deliver.events.find((e) => e.name === 'routing.mismatch')!;
+    expect(event.attributes).toEqual({
+      'routing.origin.platform': 'webhook',
+      'routing.origin.chat.id': 'A',
+      'routing.origin.chat.thread.id': '1',
+      'routing.destination.platform': 'webhook',
+      'routing.destination.chat.id': 'B',
+      'routing.destination.chat.thread.id': '',
+    });
+    expect(g.running.gateway.deliveries.stats.mismatches).toBe(1);
+  });
+
+  it('refuses such a delivery with THREADLINE_STRICT_ROUTING=1', async () => {
+    const agent = mixingAgent();
+    const g = await start({ THREADLINE_STRICT_ROUTING: '1' }, agent);
+    agent.gateway = g;
+    await g.send({ chat_id: 'A', text: 'a' });
+    await g.receiver.waitFor(1);
+    const answer = await g.send({ chat_id: 'B', text: 'b' });
+    await g.waitForSpans(answer.body['trace_id'] as string, ['gateway.message']);
+    // The turn failed on the refusal; the gateway answered B with an apology, never with A's text.
+    const texts = (await g.receiver.waitFor(2)).map((delivery) => [delivery.body.chat_id, delivery.body.text]);
+    expect(texts).toEqual([['A', 'first'], ['B', expect.stringContaining('Sorry')]]);
+    expect(g.running.gateway.deliveries.stats.mismatches).toBe(1);
+  });
+});

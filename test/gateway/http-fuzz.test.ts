@@ -1,0 +1,81 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestGateway, type TestGateway } from '../../src/testing/index.js';
+
+let gateway: TestGateway;
+beforeAll(async () => {
+  gateway = await startTestGateway({ telegram: true, slack: true });
+});
+afterAll(async () => {
+  await gateway.stop();
+});
+
+async function raw(path: string, body: string, headers: Record<string, string>): Promise<number> {
+  const response = await fetch(`${gateway.url}${path}`, { method: 'POST', headers, body });
+  await response.body?.cancel();
+  return response.status;
+}
+
+const hostileHeader = fc.oneof(
+  // Printable ASCII: what an HTTP client lets through as a header value.
+  fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((code) => String.fromCharCode(code)), maxLength: 300 }),
+  fc.constantFrom(
+    'chat.id=victim,chat.thread.id=1,session.id=x',
+    '%zz=%E0%A4%A,=,,,;;;',
+    Array.from({ length: 2000 }, (_, i) => `k${i}=v`).join(','),
+    '00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-ff',
+  ),
+);
+
+describe('hostile HTTP input', () => {
+  it('POST /v1/messages answers 202 or 4xx for any body and headers, and routes only by the body', async () => {
+    const body = fc.oneof(
+      fc.json(),
+      fc.record(
+        {
+          chat_id: fc.oneof(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 300 }), fc.anything()),
+          text: fc.oneof(fc.string({ unit: 'grapheme', minLength: 1 }), fc.anything()),
+          thread_id: fc.oneof(fc.string({ unit: 'binary', minLength: 1 }), fc.anything()),
+          chat_type: fc.oneof(fc.constantFrom('dm', 'group', 'channel', 'thread'), fc.string()),
+        },
+        { requiredKeys: [] },
+      ).map((value) => JSON.stringify(value)),
+    );
+    const accepted: string[] = [];
+    await fc.assert(
+      fc.asyncProperty(body, hostileHeader, hostileHeader, async (text, baggage, traceparent) => {
+        const status = await raw('/v1/messages', text, { 'content-type': 'application/json', baggage, traceparent });
+        // 431 is node:http refusing oversized headers before threadline sees them.
+        expect([202, 400, 413, 431]).toContain(status);
+        if (status === 202) accepted.push((JSON.parse(text) as { chat_id: string }).chat_id);
+      }),
+      { numRuns: 300 },
+    );
+    const deliveries = await gateway.receiver.waitFor(accepted.length);
+    expect(deliveries.map((d) => d.body.chat_id).sort()).toEqual([...accepted].sort());
+  });
+
+  it('the Telegram webhook answers 200 or 4xx for any body', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(fc.json(), fc.string()), async (text) => {
+        const status = await raw('/v1/telegram/webhook', text, {
+          'content-type': 'application/json',
+          'x-telegram-bot-api-secret-token': 'telegram-secret',
+        });
+        expect([200, 400, 413]).toContain(status);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('the Slack endpoint answers 401 to unsigned bodies and never 5xx to signed ones', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.json(), async (text) => {
+        expect(await raw('/v1/slack/events', text, { 'content-type': 'application/json' })).toBe(401);
+        const answer = await gateway.sendSlack(JSON.parse(text) as object);
+        expect([200, 400]).toContain(answer.status);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});

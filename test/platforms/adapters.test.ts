@@ -1,0 +1,185 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { startTestGateway, type TestGateway, type TestGatewayOptions } from '../../src/testing/index.js';
+
+/** What a test needs of one platform: send as a chat and thread, read what went out. */
+interface AdapterHarness {
+  readonly name: string;
+  readonly options: TestGatewayOptions;
+  chat(index: number): string;
+  thread(index: number): string;
+  inbound(g: TestGateway, m: { chatId: string; threadId?: string | undefined; text: string; messageId: number }): Promise<number>;
+  badAuth(g: TestGateway): Promise<number>;
+  sent(g: TestGateway): { chatId: string; threadId: string | undefined; text: string; replyTo: string | undefined }[];
+  rateLimitNext(g: TestGateway, retryAfterSeconds: number): void;
+}
+
+const telegram: AdapterHarness = {
+  name: 'telegram',
+  options: { telegram: true },
+  chat: (i) => String(-1001000000000 - i),
+  thread: (i) => String(10 + i),
+  inbound: async (g, m) =>
+    (
+      await g.sendTelegram({
+        update_id: m.messageId,
+        message: {
+          message_id: m.messageId,
+          date: 0,
+          chat: { id: Number(m.chatId), type: 'supergroup', title: 'Team', is_forum: true },
+          from: { id: 7, is_bot: false, first_name: 'Ann' },
+          text: m.text,
+          ...(m.threadId === undefined ? {} : { message_thread_id: Number(m.threadId), is_topic_message: true }),
+        },
+      })
+    ).status,
+  badAuth: async (g) => (await g.sendTelegram({ update_id: 1 }, 'wrong-secret')).status,
+  sent: (g) => g.telegram!.sent,
+  rateLimitNext: (g, seconds) => g.telegram!.failNext(1, 429, seconds),
+};
+
+const slack: AdapterHarness = {
+  name: 'slack',
+  options: { slack: true },
+  chat: (i) => `C${1000 + i}`,
+  thread: (i) => `1700000000.${String(i).padStart(6, '0')}`,
+  inbound: async (g, m) =>
+    (
+      await g.sendSlack({
+        type: 'event_callback',
+        event_id: `Ev${m.messageId}`,
+        event: {
+          type: 'message',
+          channel: m.chatId,
+          channel_type: 'channel',
+          user: 'U1',
+          text: m.text,
+          ts: `1800000000.${String(m.messageId).padStart(6, '0')}`,
+          ...(m.threadId === undefined ? {} : { thread_ts: m.threadId }),
+        },
+      })
+    ).status,
+  badAuth: async (g) => (await g.sendSlack({ type: 'event_callback' }, 'wrong-secret')).status,
+  sent: (g) => g.slack!.sent.map((s) => ({ chatId: s.channel, threadId: s.threadTs, text: s.text, replyTo: undefined })),
+  rateLimitNext: (g, seconds) => g.slack!.failNext(1, 429, seconds),
+};
+
+let gateway: TestGateway | undefined;
+afterEach(async () => {
+  await gateway?.stop();
+  gateway = undefined;
+});
+
+async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe.each([telegram, slack])('$name adapter', (adapter) => {
+  it('replies into the same chat and thread', async () => {
+    gateway = await startTestGateway({ ...adapter.options, env: { THREADLINE_DELIVERY_BACKOFF_MS: '20' } });
+    expect(await adapter.inbound(gateway, { chatId: adapter.chat(1), threadId: adapter.thread(1), text: 'in topic', messageId: 5 })).toBe(200);
+    expect(await adapter.inbound(gateway, { chatId: adapter.chat(2), text: 'no topic', messageId: 6 })).toBe(200);
+    await until(() => adapter.sent(gateway!).length === 2);
+    const sent = adapter.sent(gateway);
+    expect(sent.find((s) => s.text === 'in topic')).toMatchObject({ chatId: adapter.chat(1), threadId: adapter.thread(1) });
+    expect(sent.find((s) => s.text === 'no topic')).toMatchObject({ chatId: adapter.chat(2), threadId: undefined });
+  });
+
+  it('refuses a bad signature or secret with 401', async () => {
+    gateway = await startTestGateway(adapter.options);
+    expect(await adapter.badAuth(gateway)).toBe(401);
+    expect(adapter.sent(gateway)).toEqual([]);
+  });
+
+  it('honours a 429 with its retry-after, then delivers once', async () => {
+    gateway = await startTestGateway(adapter.options);
+    adapter.rateLimitNext(gateway, 1);
+    const started = Date.now();
+    await adapter.inbound(gateway, { chatId: adapter.chat(3), threadId: adapter.thread(3), text: 'later', messageId: 7 });
+    await until(() => adapter.sent(gateway!).length === 1);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    expect(adapter.sent(gateway)[0]).toMatchObject({ chatId: adapter.chat(3), threadId: adapter.thread(3), text: 'later' });
+    expect(gateway.running.gateway.deliveries.stats.retried).toBe(1);
+  });
+
+  it('routes 200 concurrent messages across 40 chats and threads to their own origins', async () => {
+    gateway = await startTestGateway(adapter.options);
+    const messages = Array.from({ length: 200 }, (_, i) => ({
+      chatId: adapter.chat(i % 40),
+      threadId: i % 3 === 0 ? undefined : adapter.thread(i % 7),
+      text: `m${i}`,
+      messageId: 100 + i,
+    }));
+    const statuses = await Promise.all(messages.map((m) => adapter.inbound(gateway!, m)));
+    expect(statuses.every((status) => status === 200)).toBe(true);
+    await until(() => adapter.sent(gateway!).length === 200);
+    const byText = new Map(adapter.sent(gateway).map((s) => [s.text, s]));
+    for (const m of messages) expect(byText.get(m.text)).toMatchObject({ chatId: m.chatId, threadId: m.threadId });
+  });
+});
+
+describe('telegram specifics', () => {
+  it('replies with the reply anchor and never to General when the message was in a topic', async () => {
+    gateway = await startTestGateway({ telegram: true });
+    await telegram.inbound(gateway, { chatId: '-1001', threadId: '77', text: 'q', messageId: 42 });
+    await until(() => gateway!.telegram!.sent.length === 1);
+    expect(gateway.telegram!.sent[0]).toEqual({ chatId: '-1001', threadId: '77', text: 'q', replyTo: '42' });
+  });
+
+  it('takes updates by long polling when configured', async () => {
+    gateway = await startTestGateway({ telegram: 'polling' });
+    gateway.telegram!.queueUpdate({
+      update_id: 1,
+      message: { message_id: 3, date: 0, chat: { id: 99, type: 'private', first_name: 'Bo' }, text: 'polled' },
+    } as never);
+    await until(() => gateway!.telegram!.sent.length === 1);
+    expect(gateway.telegram!.sent[0]).toMatchObject({ chatId: '99', text: 'polled', threadId: undefined });
+  });
+});
+
+describe('slack specifics', () => {
+  it('answers url_verification with the challenge', async () => {
+    gateway = await startTestGateway({ slack: true });
+    const answer = await gateway.sendSlack({ type: 'url_verification', challenge: 'abc' });
+    expect(answer).toMatchObject({ status: 200, body: { challenge: 'abc' } });
+  });
+
+  it('refuses a signature outside the 5-minute replay window', async () => {
+    gateway = await startTestGateway({ slack: true });
+    const { slackSignature } = await import('../../src/platforms/slack/slack-signature.js');
+    const raw = JSON.stringify({ type: 'url_verification', challenge: 'x' });
+    const old = String(Math.floor(Date.now() / 1000) - 301);
+    const response = await fetch(`${gateway.url}/v1/slack/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-slack-request-timestamp': old, 'x-slack-signature': slackSignature('slack-signing-secret', old, raw) },
+      body: raw,
+    });
+    expect(response.status).toBe(401);
+  });
+
+  it('handles a redelivered event once', async () => {
+    gateway = await startTestGateway({ slack: true });
+    for (let i = 0; i < 3; i++) await slack.inbound(gateway, { chatId: 'C1', text: 'once', messageId: 9 });
+    await until(() => gateway!.slack!.sent.length >= 1);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(gateway.slack!.sent).toHaveLength(1);
+  });
+
+  it('starts a thread of its own for a top-level message when configured', async () => {
+    gateway = await startTestGateway({ slack: true, env: { THREADLINE_SLACK_THREAD_TOP_LEVEL: '1' } });
+    await slack.inbound(gateway, { chatId: 'C2', text: 'top', messageId: 11 });
+    await until(() => gateway!.slack!.sent.length === 1);
+    expect(gateway.slack!.sent[0]).toMatchObject({ channel: 'C2', threadTs: '1800000000.000011' });
+  });
+
+  it('does not retry a platform refusal', async () => {
+    gateway = await startTestGateway({ slack: true });
+    gateway.slack!.refuseNext('channel_not_found');
+    await slack.inbound(gateway, { chatId: 'C3', text: 'x', messageId: 12 });
+    await until(() => gateway!.running.gateway.deliveries.stats.failed === 1);
+    expect(gateway.slack!.sent).toEqual([]);
+  });
+});
