@@ -1,4 +1,4 @@
-import { SpanStatusCode, metrics, trace, type Span } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, metrics, trace, type Span } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError } from '../errors.js';
 import { networkFailure } from '../platforms/http-delivery.js';
@@ -76,7 +76,7 @@ export class Deliveries {
   async deliver(request: DeliveryRequest): Promise<void> {
     const target = request.target ?? ORIGIN;
     const destination = await this.resolve(target, request.origin.session as Session);
-    return tracer.startActiveSpan('gateway.deliver', async (span) => {
+    return tracer.startActiveSpan('gateway.deliver', { kind: SpanKind.CLIENT }, async (span) => {
       try {
         describeDelivery(span, request.id, request.kind, destination, 1);
         if (target.to === 'origin') this.guard(span, request.origin.session as Session, destination);

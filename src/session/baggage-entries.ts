@@ -34,10 +34,11 @@ export function boundedEntries(
   let members = 0;
   let bytes = 0;
   let dropped = 0;
-  const all = baggage.getAllEntries();
   // threadline's own entries first, so foreign ones can never crowd them out of the limits.
-  const ordered = [...all.filter(([key]) => isSessionNamespaceKey(key)), ...all.filter(([key]) => !isSessionNamespaceKey(key))];
-  for (const [key, entry] of ordered) {
+  const own: [string, BaggageEntry][] = [];
+  const foreign: [string, BaggageEntry][] = [];
+  for (const pair of baggage.getAllEntries()) (isSessionNamespaceKey(pair[0]) ? own : foreign).push(pair);
+  for (const [key, entry] of own.concat(foreign)) {
     if (!keep(key, entry)) {
       dropped++;
       continue;

@@ -44,6 +44,9 @@ CREATE TABLE IF NOT EXISTS conversations (
 );
 `;
 
+/** Conversation epochs kept in memory; a miss costs one read. */
+const EPOCH_CACHE_SIZE = 100_000;
+
 interface DeliveryRow {
   id: string;
   kind: StoredDelivery['kind'];
@@ -223,8 +226,21 @@ function conversations(db: Database.Database, group: GroupCommit): Conversations
   const bump = db.prepare<[string], { epoch: number }>(
     'INSERT INTO conversations (key, epoch) VALUES (?, 1) ON CONFLICT (key) DO UPDATE SET epoch = epoch + 1 RETURNING epoch',
   );
+  // Every message asks for its conversation's epoch, and this process is the store's only
+  // writer, so known epochs are answered from memory without waiting for a commit. Bounded:
+  // the oldest entries are forgotten and read again when needed.
+  const known = new Map<string, number>();
+  const remember = (key: string, epoch: number): number => {
+    known.delete(key);
+    known.set(key, epoch);
+    if (known.size > EPOCH_CACHE_SIZE) known.delete(known.keys().next().value!);
+    return epoch;
+  };
   return {
-    epoch: (key) => group.run(() => get.get(key)?.epoch ?? 0),
-    next: (key) => group.run(() => bump.get(key)!.epoch),
+    epoch: (key) => {
+      const epoch = known.get(key);
+      return epoch !== undefined ? Promise.resolve(epoch) : group.run(() => remember(key, get.get(key)?.epoch ?? 0));
+    },
+    next: (key) => group.run(() => remember(key, bump.get(key)!.epoch)),
   };
 }

@@ -1,3 +1,5 @@
+import { context } from '@opentelemetry/api';
+import { isTracingSuppressed } from '@opentelemetry/core';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { NodeSDK } from '@opentelemetry/sdk-node';
@@ -37,7 +39,13 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
     instrumentations: [
       // Inbound POSTs are platform messages: their trace starts at gateway.message, built
       // with inbound distrust, not at an http span parented by whatever the caller sent.
-      new HttpInstrumentation({ ignoreIncomingRequestHook: (request) => request.method === 'POST' }),
+      new HttpInstrumentation({
+        ignoreIncomingRequestHook: (request) => request.method === 'POST',
+        // Where tracing is suppressed (span exports, deliveries that gateway.deliver already
+        // traces) the instrumentation would still build attributes and bind emitters for a
+        // span nobody records; skip it whole.
+        ignoreOutgoingRequestHook: () => isTracingSuppressed(context.active()),
+      }),
       new UndiciInstrumentation(),
     ],
     spanProcessors: [stamper, new BatchSpanProcessor(exporter)],

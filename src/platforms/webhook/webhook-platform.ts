@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { ThreadlineError } from '../../errors.js';
 import { inboundContext, outboundHeaders } from '../../session/index.js';
 import { bearerToken, secretsMatch } from '../bearer-token.js';
-import { checkDeliveryResponse, networkFailure } from '../http-delivery.js';
+import { HttpPoster } from '../http-delivery.js';
 import type { Intake, OutboundMessage, Platform } from '../platform.js';
 import { webhookMessageSchema, type WebhookMessageBody } from './webhook-schema.js';
 
@@ -22,8 +22,12 @@ const MAX_BODY_BYTES = 64 * 1024;
 /** The generic webhook platform: JSON in on POST /v1/messages, JSON out to a delivery URL. */
 export class WebhookPlatform implements Platform {
   readonly name = 'webhook';
+  private readonly poster = new HttpPoster();
+  private readonly deliveryUrl: URL | undefined;
 
-  constructor(private readonly options: WebhookOptions) {}
+  constructor(private readonly options: WebhookOptions) {
+    this.deliveryUrl = options.deliveryUrl === undefined ? undefined : new URL(options.deliveryUrl);
+  }
 
   register(app: FastifyInstance, intake: Intake): void {
     const { token } = this.options;
@@ -68,7 +72,7 @@ export class WebhookPlatform implements Platform {
   }
 
   async send(message: OutboundMessage, signal: AbortSignal): Promise<void> {
-    const url = this.options.deliveryUrl;
+    const url = this.deliveryUrl;
     const payload = {
       chat_id: message.destination.chatId,
       thread_id: message.destination.threadId ?? null,
@@ -82,19 +86,12 @@ export class WebhookPlatform implements Platform {
       this.options.logger.info({ delivery: payload }, 'webhook delivery (THREADLINE_WEBHOOK_DELIVERY_URL is not set)');
       return;
     }
-    const what = `Webhook delivery URL ${new URL(url).origin}`;
-    let response: Response;
-    try {
-      response = await fetch(url, {
-        method: 'POST',
-        headers: outboundHeaders(url, { 'content-type': 'application/json', 'idempotency-key': message.id }),
-        body: JSON.stringify(payload),
-        signal: AbortSignal.any([signal, AbortSignal.timeout(this.options.timeoutMs ?? 10_000)]),
-      });
-    } catch (error) {
-      throw networkFailure(error, what);
-    }
-    await checkDeliveryResponse(response, what);
+    await this.poster.post(url, JSON.stringify(payload), {
+      headers: outboundHeaders(url, { 'content-type': 'application/json', 'idempotency-key': message.id }),
+      timeoutMs: this.options.timeoutMs ?? 10_000,
+      signal,
+      what: `Webhook delivery URL ${url.origin}`,
+    });
   }
 
   describe(baseUrl: string): string {
