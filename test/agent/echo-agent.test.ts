@@ -1,13 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
 import { EchoAgent, commandOf } from '../../src/agent/echo-agent.js';
-import { startTestGateway, type TestGateway } from '../../src/testing/index.js';
+import type { TestGateway } from '../../src/testing/index.js';
+import { useTestGateways } from '../helpers/gateway.js';
 
+const startTestGateway = useTestGateways();
 let gateway: TestGateway | undefined;
-afterEach(async () => {
-  await gateway?.stop();
-  gateway = undefined;
-});
 
 describe('commandOf', () => {
   it.each([

@@ -1,27 +1,13 @@
 import { SpanStatusCode } from '@opentelemetry/api';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
 import { captureRouting, type RoutingSnapshot } from '../../src/session/index.js';
-import { startTestGateway, type TestGateway } from '../../src/testing/index.js';
+import type { TestGateway } from '../../src/testing/index.js';
+import { until, useGatewayWith } from '../helpers/gateway.js';
 
-let gateway: TestGateway | undefined;
-afterEach(async () => {
-  await gateway?.stop();
-  gateway = undefined;
-});
+const start = useGatewayWith();
 
-async function start(env: Record<string, string> = {}, agent?: Agent): Promise<TestGateway> {
-  gateway = await startTestGateway({ env, ...(agent ? { agent } : {}) });
-  return gateway;
-}
 
-async function until(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 describe('delivery retries', () => {
   it('retries 5xx and 429 (honouring Retry-After) until delivered, once per idempotency key', async () => {

@@ -1,17 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Agent, Turn } from '../../src/agent/agent.js';
-import { startTestGateway, type TestGateway } from '../../src/testing/index.js';
+import { useGatewayWith } from '../helpers/gateway.js';
 
-let gateway: TestGateway | undefined;
-afterEach(async () => {
-  await gateway?.stop();
-  gateway = undefined;
-});
+const start = useGatewayWith();
 
-async function start(env: Record<string, string> = {}, agent?: Agent): Promise<TestGateway> {
-  gateway = await startTestGateway({ env, ...(agent ? { agent } : {}) });
-  return gateway;
-}
 
 /** An agent whose turns wait until released, to hold the queue full. */
 function heldAgent(): Agent & { release(): void; started: Turn[] } {

@@ -1,5 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway, type TestGatewayOptions } from '../../src/testing/index.js';
+import { describe, expect, it } from 'vitest';
+import type { TestGateway, TestGatewayOptions } from '../../src/testing/index.js';
+import { until, useTestGateways } from '../helpers/gateway.js';
 
 /** What a test needs of one platform: send as a chat and thread, read what went out. */
 interface AdapterHarness {
@@ -63,19 +64,9 @@ const slack: AdapterHarness = {
   rateLimitNext: (g, seconds) => g.slack!.failNext(1, 429, seconds),
 };
 
+const startTestGateway = useTestGateways();
 let gateway: TestGateway | undefined;
-afterEach(async () => {
-  await gateway?.stop();
-  gateway = undefined;
-});
 
-async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 describe.each([telegram, slack])('$name adapter', (adapter) => {
   it('replies into the same chat and thread', async () => {
