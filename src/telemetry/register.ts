@@ -4,8 +4,8 @@
  * anything loads them. Fails the process at start-up, not at the first message, when the
  * configuration is unusable or context does not propagate.
  */
-import { ThreadlineError } from '../errors.js';
 import { assertContextPropagation } from '../session/index.js';
+import { exitOnStartupError } from '../startup-failure.js';
 import { startTelemetry, type Telemetry } from './start-telemetry.js';
 
 export const telemetry: Telemetry = await start();
@@ -16,8 +16,6 @@ async function start(): Promise<Telemetry> {
     await assertContextPropagation();
     return started;
   } catch (error) {
-    if (!(error instanceof ThreadlineError)) throw error;
-    process.stderr.write(`threadline: ${error.message} [${error.code}]\n`);
-    process.exit(1);
+    exitOnStartupError(error);
   }
 }

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { envFlag, envOneOf } from '../env-vars.js';
 import { ConfigError } from '../errors.js';
 import {
   DEFAULT_OUTBOUND_POLICY,
@@ -31,21 +32,16 @@ export interface TelemetryConfig {
  */
 export function readTelemetryConfig(env: NodeJS.ProcessEnv = process.env): TelemetryConfig {
   const dataDir = env['THREADLINE_DATA_DIR'] || './data';
-  const privacy = oneOf(env, 'THREADLINE_SPAN_PRIVACY', ['plain', 'hmac', 'off'], 'plain') as PrivacyMode;
+  const privacy = envOneOf<PrivacyMode>(env, 'THREADLINE_SPAN_PRIVACY', ['plain', 'hmac', 'off'], 'plain');
   const hmacKey = env['THREADLINE_SPAN_HMAC_KEY'];
   return {
     serviceName: env['OTEL_SERVICE_NAME'] || 'threadline',
     exporter: exporterKind(env),
-    otlpProtocol: oneOf(
-      env,
-      env['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'] ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL',
-      ['http/protobuf', 'http/json'],
-      'http/protobuf',
-    ) as OtlpProtocol,
+    otlpProtocol: otlpProtocol(env),
     traceFile: env['THREADLINE_TRACE_FILE'] || join(dataDir, 'traces.jsonl'),
     attributes: {
       privacy,
-      includeChatName: flag(env, 'THREADLINE_SPAN_CHAT_NAME'),
+      includeChatName: envFlag(env, 'THREADLINE_SPAN_CHAT_NAME'),
       ...(hmacKey ? { hmacKey } : {}),
     },
     outboundBaggage: {
@@ -53,31 +49,27 @@ export function readTelemetryConfig(env: NodeJS.ProcessEnv = process.env): Telem
       hosts: hostRules(env),
     },
     inboundBaggage: inboundBaggage(env['THREADLINE_INBOUND_BAGGAGE'] ?? 'none'),
-    logLevel: oneOf(env, 'THREADLINE_LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
-    logNames: flag(env, 'THREADLINE_LOG_NAMES'),
+    logLevel: envOneOf(env, 'THREADLINE_LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+    logNames: envFlag(env, 'THREADLINE_LOG_NAMES'),
   };
+}
+
+/** The OTLP encoding; gRPC gets a hint, since it is the usual first guess. */
+function otlpProtocol(env: NodeJS.ProcessEnv): OtlpProtocol {
+  const name = env['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'] ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  if (env[name]?.trim().toLowerCase() === 'grpc') {
+    throw new ConfigError(name, '"grpc" is not one of http/protobuf, http/json (gRPC is not bundled; use http/protobuf against port 4318)');
+  }
+  return envOneOf<OtlpProtocol>(env, name, ['http/protobuf', 'http/json'], 'http/protobuf');
 }
 
 /** OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER decide; with neither nor an endpoint, the local file. */
 function exporterKind(env: NodeJS.ProcessEnv): TraceExporterKind {
-  if (flag(env, 'OTEL_SDK_DISABLED')) return 'none';
+  if (envFlag(env, 'OTEL_SDK_DISABLED')) return 'none';
   const hasEndpoint = Boolean(env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_ENDPOINT']);
-  return oneOf(env, 'OTEL_TRACES_EXPORTER', ['file', 'otlp', 'console', 'none'], hasEndpoint ? 'otlp' : 'file') as TraceExporterKind;
+  return envOneOf<TraceExporterKind>(env, 'OTEL_TRACES_EXPORTER', ['file', 'otlp', 'console', 'none'], hasEndpoint ? 'otlp' : 'file');
 }
 
-function oneOf(env: NodeJS.ProcessEnv, name: string, allowed: readonly string[], fallback: string): string {
-  const value = env[name]?.trim().toLowerCase();
-  if (!value) return fallback;
-  if (!allowed.includes(value)) {
-    const hint = value === 'grpc' ? ' (gRPC is not bundled; use http/protobuf against port 4318)' : '';
-    throw new ConfigError(name, `"${value}" is not one of ${allowed.join(', ')}${hint}`);
-  }
-  return value;
-}
-
-function flag(env: NodeJS.ProcessEnv, name: string): boolean {
-  return oneOf(env, name, ['1', '0', 'true', 'false'], 'false').match(/^(1|true)$/) !== null;
-}
 
 function keyList(name: string, value: string): readonly string[] {
   const keys = value.split(',').map((key) => key.trim()).filter((key) => key !== '');
