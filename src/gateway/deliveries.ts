@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { SpanKind, SpanStatusCode, metrics, trace, type Span } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError } from '../errors.js';
@@ -66,7 +67,10 @@ export class Deliveries {
     private readonly platforms: ReadonlyMap<string, Platform>,
     private readonly options: DeliveryOptions,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    // Every send in flight listens on the one shutdown signal: many listeners are expected.
+    setMaxListeners(0, this.shutdown.signal);
+  }
 
   /**
    * Delivers now, inside a gateway.deliver span. Resolves once the delivery is sent, or
@@ -111,12 +115,23 @@ export class Deliveries {
     this.wake(now);
   }
 
-  /** Stops retrying and waits for sends under way. Pending deliveries stay in the outbox. */
-  async stop(): Promise<void> {
+  /**
+   * Stops retrying and gives sends under way up to `graceMs` to finish; then aborts the rest,
+   * which stay pending in the outbox and are sent again at the next start.
+   */
+  async stop(graceMs: number): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    let grace: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.inFlight]),
+      new Promise((resolve) => (grace = setTimeout(resolve, graceMs))),
+    ]);
+    clearTimeout(grace);
+    this.shutdown.abort(new Error('the gateway is stopping'));
     await Promise.allSettled([...this.inFlight]);
   }
+
 
   async pendingCount(): Promise<number> {
     return this.store.outbox.pendingCount();

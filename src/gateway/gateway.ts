@@ -16,6 +16,7 @@ import {
   type RoutingSnapshot,
   type Session,
   type SessionKeyParts,
+  withSessionId,
 } from '../session/index.js';
 import type { Store } from '../store/store.js';
 import { Deliveries, type DeliveryOptions } from './deliveries.js';
@@ -141,14 +142,15 @@ export class Gateway implements Intake {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.scheduler.idle(), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
     clearTimeout(timer);
-    await this.deliveries.stop();
+    await this.deliveries.stop(timeoutMs);
   }
 
   private async sessionFor(input: InboundMessage['session']): Promise<{ session: Session; key: string }> {
-    const parts = this.keyParts(createSession(input));
+    const routing = createSession(input);
+    const parts = this.keyParts(routing);
     const key = sessionKey(parts);
     const epoch = await this.options.store.conversations.epoch(key);
-    return { session: createSession({ ...input, sessionId: deriveSessionId(parts, epoch) }), key };
+    return { session: withSessionId(routing, deriveSessionId(parts, epoch)), key };
   }
 
   private keyParts(session: Session): SessionKeyParts {

@@ -2,7 +2,7 @@ export type { ChatType, Session, SessionInput, SessionField } from './session.js
 export { CHAT_TYPES, SESSION_FIELDS } from './session.js';
 export * as names from './names.js';
 export { isSessionNamespaceKey } from './names.js';
-export { createSession, MAX_FIELD_LENGTH } from './validate-session.js';
+export { createSession, withSessionId, MAX_FIELD_LENGTH } from './validate-session.js';
 export { sessionKey, parseSessionKey, deriveSessionId, type SessionKeyParts } from './session-key.js';
 export { SESSION_KEY, DESTINATION_HOST_KEY, INBOUND_KEEP_BAGGAGE_KEY } from './context-keys.js';
 export { MAX_BAGGAGE_BYTES, MAX_BAGGAGE_MEMBERS, filterInboundBaggage, type KeepBaggage } from './baggage-entries.js';

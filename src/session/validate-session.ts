@@ -63,7 +63,18 @@ export function createSession(input: SessionInput): Session {
   return session;
 }
 
-function requiredText(input: SessionInput, field: keyof SessionInput): string {
+/**
+ * The session with another session id (after /new, say). Only the id is checked again when
+ * `session` came from createSession.
+ */
+export function withSessionId(session: Session, sessionId: string): Session {
+  if (!validated.has(session)) return createSession({ ...session, sessionId });
+  const next: Session = Object.freeze({ ...session, sessionId: requiredText({ sessionId }, 'sessionId') });
+  validated.add(next);
+  return next;
+}
+
+function requiredText(input: object, field: string): string {
   const value = optionalText(input, field);
   if (value === undefined) throw new SessionFieldError(field, 'is required');
   return value;

@@ -202,3 +202,16 @@ describe('createSession: refused input', () => {
     expectRefused(sessionInput({ chatType }), 'chatType');
   });
 });
+
+describe('withSessionId', () => {
+  it('replaces only the session id, checks it, and keeps the result frozen and re-enterable', async () => {
+    const { createSession: create, withSessionId } = await import('../../src/session/index.js');
+    const session = create({ platform: 'webhook', chatType: 'dm', chatId: 'c', threadId: 't' });
+    const next = withSessionId(session, 'tl_other');
+    expect(next).toEqual({ ...session, sessionId: 'tl_other' });
+    expect(Object.isFrozen(next)).toBe(true);
+    expect(create(next)).toBe(next);
+    expect(() => withSessionId(session, 'a\u0000b')).toThrow(expect.objectContaining({ field: 'sessionId' }));
+    expect(() => withSessionId({ ...session, chatId: '' }, 'tl_x')).toThrow(expect.objectContaining({ field: 'chatId' }));
+  });
+});
