@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
 import { EchoAgent, commandOf } from '../../src/agent/echo-agent.js';
 import type { TestGateway } from '../../src/testing/index.js';
-import { useTestGateways } from '../helpers/gateway.js';
+import { useTestGateways, webhookOrigin } from '../helpers/gateway.js';
 
 const startTestGateway = useTestGateways();
 let gateway: TestGateway | undefined;
@@ -47,7 +47,7 @@ describe('EchoAgent through the gateway', () => {
       kind: 'cron',
       text: 'daily digest',
       target: { to: 'home' },
-      origin: { v: 1, session: { platform: 'webhook', chatType: 'dm', chatId: 'other', sessionId: String(answer.body['session_id']) } },
+      origin: webhookOrigin('other', answer.body['session_id']),
     });
     const digest = (await gateway.receiver.waitFor(3)).find((delivery) => delivery.body.kind === 'cron')!;
     expect(digest.body).toMatchObject({ chat_id: 'home-chat', thread_id: 'general', text: 'daily digest' });

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ThreadlineError } from '../../src/errors.js';
 import { formatDestination, parseTarget } from '../../src/gateway/delivery-target.js';
-import { until, useGatewayWith } from '../helpers/gateway.js';
+import { until, useGatewayWith, webhookOrigin } from '../helpers/gateway.js';
 
 describe('delivery targets', () => {
   it.each([
@@ -52,7 +52,7 @@ describe('an explicit delivery', () => {
       kind: 'send',
       text: 'elsewhere',
       target: parseTarget('webhook:ops%3Aalerts:7'),
-      origin: { v: 1, session: { platform: 'webhook', chatType: 'dm', chatId: 'origin', sessionId: String(answer.body['session_id']) } },
+      origin: webhookOrigin('origin', answer.body['session_id']),
     });
     const sent = (await gateway.receiver.waitFor(2)).find((delivery) => delivery.body.kind === 'send')!;
     expect(sent.body).toMatchObject({ chat_id: 'ops:alerts', thread_id: '7', text: 'elsewhere' });
@@ -68,7 +68,7 @@ describe('an explicit delivery', () => {
         kind: 'send',
         text: 'x',
         target: parseTarget('telegram:1'),
-        origin: { v: 1, session: { platform: 'webhook', chatType: 'dm', chatId: 'o', sessionId: 'tl_x' } },
+        origin: webhookOrigin('o', 'tl_x'),
       }),
     ).rejects.toMatchObject({ code: 'TL_TARGET_INVALID' });
     expect(await gateway.running.gateway.deliveries.pendingCount()).toBe(0);

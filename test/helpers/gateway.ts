@@ -1,5 +1,6 @@
 import { afterEach } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
+import type { RoutingSnapshot } from '../../src/session/index.js';
 import { startTestGateway, type TestGateway, type TestGatewayOptions } from '../../src/testing/index.js';
 
 /** A gateway starter for one test file; every gateway it started is stopped after its test. */
@@ -28,4 +29,9 @@ export async function until(check: () => boolean | Promise<boolean>, timeoutMs =
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+/** The routing snapshot of a webhook DM, as work begun in that chat would carry it. */
+export function webhookOrigin(chatId: string, sessionId: unknown): RoutingSnapshot {
+  return { v: 1, session: { platform: 'webhook', chatType: 'dm', chatId, sessionId: String(sessionId) } };
 }
