@@ -41,6 +41,9 @@ export interface DeliveryStats {
 }
 
 const ORIGIN: Target = { to: 'origin' };
+const UNUSABLE_ORIGIN: ReadonlySet<string> = new Set(['TL_SNAPSHOT_INVALID', 'TL_SESSION_INVALID']);
+/** setTimeout's longest delay; a longer one would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 const tracer = trace.getTracer('threadline');
 const mismatchCounter = metrics.getMeter('threadline').createCounter('threadline.routing.mismatches', {
   description: 'Deliveries whose destination differed from the routing captured at their origin',
@@ -204,7 +207,7 @@ export class Deliveries {
         this.stats.retried++;
         this.wake(dueAt);
       } else if (error.retryable && this.stopped) {
-        // Left pending for the next start; not counted as an attempt that gave up.
+        // Left pending for the next start instead of being given up.
         await this.store.outbox.retryAt(delivery.id, Date.now(), error.message);
       } else {
         await this.store.outbox.markFailed(delivery.id, error.message);
@@ -226,35 +229,49 @@ export class Deliveries {
         await this.attempt(delivery, span);
       });
     } catch (error) {
-      // Only a damaged origin snapshot gets here; such a row can never be sent.
-      await this.store.outbox.markFailed(delivery.id, error instanceof Error ? error.message : String(error));
+      if (!(error instanceof ThreadlineError) || !UNUSABLE_ORIGIN.has(error.code)) throw error;
+      // A damaged origin snapshot can never be resumed, so the row can never be sent.
+      await this.store.outbox.markFailed(delivery.id, error.message);
       this.stats.failed++;
       this.logger.error({ err: error, delivery: delivery.id }, 'delivery has an unusable origin snapshot');
     }
   }
+
 
   /** Arms the retry timer for `at`, from the root context (lesson 12). */
   private wake(at: number): void {
     if (this.stopped || at >= this.wakeAt) return;
     clearTimeout(this.timer);
     this.wakeAt = at;
-    this.timer = runDetached(() => setTimeout(() => void this.drain(), Math.max(0, at - Date.now())));
+    const delay = Math.min(Math.max(0, at - Date.now()), MAX_TIMER_MS);
+    this.timer = runDetached(() => setTimeout(() => void this.drain(), delay));
   }
 
+  /** Sends what is due. A failing store must not end the loop: it logs and tries again later. */
   private async drain(): Promise<void> {
     this.wakeAt = Number.POSITIVE_INFINITY;
     if (this.stopped) return;
-    const free = this.options.maxInFlight - this.sending.size;
-    if (free > 0) {
-      for (const delivery of await this.store.outbox.due(Date.now(), free, this.sending)) this.track(this.retry(delivery));
+    try {
+      const free = this.options.maxInFlight - this.sending.size;
+      if (free > 0) {
+        for (const delivery of await this.store.outbox.due(Date.now(), free, this.sending)) this.track(this.retry(delivery));
+      }
+      const next = await this.store.outbox.nextDueAt();
+      if (next !== undefined) this.wake(Math.max(next, Date.now() + 50));
+    } catch (error) {
+      this.logger.error({ err: error }, 'delivery retry loop failed; trying again in a second');
+      this.wake(Date.now() + 1000);
     }
-    const next = await this.store.outbox.nextDueAt();
-    if (next !== undefined) this.wake(Math.max(next, Date.now() + 50));
   }
 
   private track(work: Promise<void>): void {
-    this.inFlight.add(work);
-    void work.finally(() => this.inFlight.delete(work));
+    const tracked = work
+      .catch((error: unknown) => {
+        // The delivery stays pending under its lease and is picked up again after it.
+        this.logger.error({ err: error }, 'delivery retry failed in the store');
+      })
+      .finally(() => this.inFlight.delete(tracked));
+    this.inFlight.add(tracked);
   }
 }
 

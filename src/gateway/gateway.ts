@@ -18,7 +18,7 @@ import {
   type SessionKeyParts,
   withSessionId,
 } from '../session/index.js';
-import type { Store } from '../store/store.js';
+import type { Store, StoredMessage } from '../store/store.js';
 import { Deliveries, type DeliveryOptions } from './deliveries.js';
 import { destinationOf } from './misroute-guard.js';
 import { SessionScheduler } from './session-scheduler.js';
@@ -62,6 +62,8 @@ export class Gateway implements Intake {
   readonly deliveries: Deliveries;
   private readonly scheduler: SessionScheduler<MessageJob>;
   private accepting = false;
+  /** Set once stop() aborts running turns: those are left to run again at the next start. */
+  private closing = false;
   /** Accepts between the room check and the queue: counted so capacity holds. */
   private accepts = 0;
 
@@ -81,7 +83,9 @@ export class Gateway implements Intake {
 
   async accept(message: InboundMessage, inbound: InboundTrace): Promise<AcceptedMessage> {
     if (!this.accepting) throw new ThreadlineError('TL_SHUTTING_DOWN', 'The gateway is stopping; retry later');
-    if (this.scheduler.size + this.accepts >= this.options.queueCapacity) {
+    // /stop is let in even when the queue is full: that is when it is needed most.
+    const stop = commandOf(message.text) === '/stop';
+    if (!stop && this.scheduler.size + this.accepts >= this.options.queueCapacity) {
       throw new ThreadlineError('TL_INTAKE_FULL', `The intake queue holds ${this.options.queueCapacity} messages; retry later`);
     }
     this.accepts++;
@@ -106,7 +110,7 @@ export class Gateway implements Intake {
         endFailed(span, error);
         throw error;
       }
-      if (commandOf(message.text) === '/stop') this.scheduler.abort(session.sessionId, 'stopped by /stop');
+      if (stop) this.scheduler.abort(session.sessionId, 'stopped by /stop');
       const job = { id, sessionId: session.sessionId, session, key, text: message.text, context: jobContext, span, routing };
       this.scheduler.offer(job, true);
       return { messageId: id, sessionId: session.sessionId, traceId: span.spanContext().traceId };
@@ -119,31 +123,46 @@ export class Gateway implements Intake {
   async start(): Promise<void> {
     await this.deliveries.start();
     for (const stored of await this.options.store.messages.pending()) {
-      const { context: resumed, links } = resumeRouting(stored.routing);
-      const session = createSession(stored.routing.session);
-      const span = tracer.startSpan(
-        'gateway.message',
-        { kind: SpanKind.SERVER, links, attributes: { 'messaging.message.id': stored.id, 'threadline.replayed': true } },
-        resumed,
-      );
-      const key = sessionKey(this.keyParts(session));
-      const job = { id: stored.id, sessionId: session.sessionId, session, key, text: stored.text, context: trace.setSpan(resumed, span), span, routing: stored.routing };
-      this.scheduler.offer(job, true);
+      try {
+        this.replay(stored);
+      } catch (error) {
+        // A row that no longer validates can never run; keep starting, and say so loudly.
+        this.options.logger.error({ err: error, message: stored.id }, 'stored message is unusable and was dropped');
+        await this.options.store.messages.complete(stored.id);
+      }
     }
     this.accepting = true;
   }
 
+  /** Queues a message accepted by an earlier process, in a new trace linked to its first. */
+  private replay(stored: StoredMessage): void {
+    const { context: resumed, links } = resumeRouting(stored.routing);
+    const session = createSession(stored.routing.session);
+    const span = tracer.startSpan(
+      'gateway.message',
+      { kind: SpanKind.SERVER, links, attributes: { 'messaging.message.id': stored.id, 'threadline.replayed': true } },
+      resumed,
+    );
+    const key = sessionKey(this.keyParts(session));
+    const context = trace.setSpan(resumed, span);
+    this.scheduler.offer({ id: stored.id, sessionId: session.sessionId, session, key, text: stored.text, context, span, routing: stored.routing }, true);
+  }
+
   /**
-   * Stops intake, lets queued and running turns finish (up to `timeoutMs`; what is left
-   * stays in the store and is replayed at the next start) and stops the delivery loop.
+   * Stops intake and lets queued and running turns finish, up to `timeoutMs`; then aborts
+   * the turns still running (their `signal`) and starts no more. What did not finish stays
+   * in the store and runs again at the next start. Then stops the delivery loop.
    */
   async stop(timeoutMs: number): Promise<void> {
     this.accepting = false;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.scheduler.idle(), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
     clearTimeout(timer);
+    this.closing = true;
+    await this.scheduler.close('the gateway is stopping');
     await this.deliveries.stop(timeoutMs);
   }
+
 
   private async sessionFor(input: InboundMessage['session']): Promise<{ session: Session; key: string }> {
     const routing = createSession(input);
@@ -195,7 +214,8 @@ export class Gateway implements Intake {
       };
       try {
         await this.turn(turn, signal);
-        await store.messages.complete(job.id);
+        // A turn cut short by shutdown stays in the store and runs again after the restart.
+        if (!(signal.aborted && this.closing)) await store.messages.complete(job.id);
       } catch (error) {
         // The message will run again after a restart; its replies keep their ids.
         logger.error({ err: error, message: job.id }, 'could not finish message');

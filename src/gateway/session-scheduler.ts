@@ -25,6 +25,8 @@ export class SessionScheduler<J extends ScheduledJob> {
   private readyHead = 0;
   private held = 0;
   private idleWaiters: (() => void)[] = [];
+  private closed = false;
+  private stoppedWaiters: (() => void)[] = [];
 
   constructor(
     private readonly run: (job: J, signal: AbortSignal) => Promise<void>,
@@ -68,8 +70,19 @@ export class SessionScheduler<J extends ScheduledJob> {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
+  /**
+   * Starts nothing more and aborts the running jobs; resolves when they have returned.
+   * Waiting jobs are left where they are (the caller keeps them durable elsewhere).
+   */
+  close(reason: string): Promise<void> {
+    this.closed = true;
+    for (const controller of this.running.values()) controller.abort(new Error(reason));
+    if (this.running.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.stoppedWaiters.push(resolve));
+  }
+
   private pump(): void {
-    while (this.running.size < this.options.concurrency && this.readyHead < this.ready.length) {
+    while (!this.closed && this.running.size < this.options.concurrency && this.readyHead < this.ready.length) {
       const sessionId = this.ready[this.readyHead++]!;
       const queue = this.waiting.get(sessionId)!;
       const job = queue.shift()!;
@@ -89,6 +102,9 @@ export class SessionScheduler<J extends ScheduledJob> {
   private finish(sessionId: string): void {
     this.running.delete(sessionId);
     this.held--;
+    if (this.closed && this.running.size === 0) {
+      for (const resolve of this.stoppedWaiters.splice(0)) resolve();
+    }
     if (this.waiting.has(sessionId)) this.ready.push(sessionId);
     this.pump();
     if (this.held === 0) {

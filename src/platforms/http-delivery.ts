@@ -45,6 +45,8 @@ export class HttpPoster {
           signal: options.signal,
         },
         (response) => {
+          // A response cut off after its headers emits 'error' (ECONNRESET) and never 'end'.
+          response.once('error', (error) => reject(networkFailure(error, options.what)));
           const status = response.statusCode ?? 0;
           span?.setAttribute('http.response.status_code', status);
           if (status >= 200 && status < 300) {

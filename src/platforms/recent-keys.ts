@@ -14,4 +14,9 @@ export class RecentKeys {
     if (this.keys.size > this.capacity) this.keys.delete(this.keys.values().next().value!);
     return true;
   }
+
+  /** Forgets a key, so its next sight counts as the first (the first one was not handled). */
+  forget(key: string): void {
+    this.keys.delete(key);
+  }
 }

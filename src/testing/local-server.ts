@@ -31,13 +31,18 @@ export async function startLocalServer(handle: (request: LocalRequest) => LocalR
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', async () => {
       const raw = Buffer.concat(chunks);
-      const answer = await handle({
-        method: request.method ?? 'GET',
-        path: (request.url ?? '/').split('?')[0]!,
-        headers: request.headers,
-        body: raw.toString('utf8'),
-        raw,
-      });
+      let answer: LocalResponse;
+      try {
+        answer = await handle({
+          method: request.method ?? 'GET',
+          path: (request.url ?? '/').split('?')[0]!,
+          headers: request.headers,
+          body: raw.toString('utf8'),
+          raw,
+        });
+      } catch (error) {
+        answer = { status: 500, body: { error: error instanceof Error ? error.message : String(error) } };
+      }
       const json = typeof answer.body === 'object';
       response.writeHead(answer.status, { ...(json ? { 'content-type': 'application/json' } : {}), ...answer.headers });
       response.end(json ? JSON.stringify(answer.body) : answer.body);

@@ -74,3 +74,13 @@ describe('an explicit delivery', () => {
     expect(await gateway.running.gateway.deliveries.pendingCount()).toBe(0);
   });
 });
+
+describe('backoff', () => {
+  it('honours Retry-After but never longer than a day, and jitters under the ceiling', async () => {
+    const { backoffMs, MAX_RETRY_AFTER_MS } = await import('../../src/gateway/backoff.js');
+    const options = { baseMs: 100, maxMs: 1000 };
+    expect(backoffMs(3, options, 30 * 24 * 3600_000)).toBe(MAX_RETRY_AFTER_MS);
+    expect(backoffMs(1, options, 5000)).toBe(5000);
+    for (let attempt = 0; attempt < 40; attempt++) expect(backoffMs(attempt, options)).toBeLessThanOrEqual(1000);
+  });
+});

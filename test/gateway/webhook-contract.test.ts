@@ -91,6 +91,17 @@ describe('POST /v1/messages', () => {
     expect((await g.receiver.waitFor(3)).map((delivery) => delivery.body.text).sort()).toHaveLength(3);
   });
 
+  it('lets /stop in when the queue is full and stops the running turn', async () => {
+    const agent = heldAgent();
+    const g = await start({ THREADLINE_QUEUE_CAPACITY: '1', THREADLINE_CONCURRENCY: '1' }, agent);
+    expect((await g.send({ chat_id: 'c', text: 'long' })).status).toBe(202);
+    expect((await g.send({ chat_id: 'c', text: 'more' })).status).toBe(429);
+    expect((await g.send({ chat_id: 'c', text: '/stop' })).status).toBe(202);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(agent.started[0]!.signal.aborted).toBe(true);
+    agent.release();
+  });
+
   it('runs the messages of one session in order and sessions concurrently', async () => {
     const g = await start({ THREADLINE_CONCURRENCY: '8' });
     await Promise.all(

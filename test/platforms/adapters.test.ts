@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { Agent } from '../../src/agent/agent.js';
 import type { TestGateway, TestGatewayOptions } from '../../src/testing/index.js';
 import { until, useTestGateways } from '../helpers/gateway.js';
 
@@ -157,6 +158,34 @@ describe('slack specifics', () => {
     await until(() => gateway!.slack!.sent.length >= 1);
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(gateway.slack!.sent).toHaveLength(1);
+  });
+
+  it('handles a redelivery of an event it refused with 429, instead of dropping it as a duplicate', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const agent: Agent = {
+      handle: async (turn) => {
+        if (turn.text === 'hold') await gate;
+        await turn.reply(turn.text);
+      },
+    };
+    gateway = await startTestGateway({ slack: true, agent, env: { THREADLINE_QUEUE_CAPACITY: '1', THREADLINE_CONCURRENCY: '1' } });
+    const g = gateway;
+    await g.send({ chat_id: 'busy', text: 'hold' });
+    expect(await slack.inbound(g, { chatId: 'C9', text: 'retry me', messageId: 21 })).toBe(429);
+    release();
+    await until(() => g.running.gateway.queued === 0);
+    expect(await slack.inbound(g, { chatId: 'C9', text: 'retry me', messageId: 21 })).toBe(200);
+    await until(() => g.slack!.sent.length === 1);
+    expect(g.slack!.sent[0]).toMatchObject({ channel: 'C9', text: 'retry me' });
+  });
+
+  it('gives an app_mention the session of the message events of its channel', async () => {
+    const { slackInbound } = await import('../../src/platforms/slack/slack-inbound.js');
+    const types = new Map<string, 'group'>([['C77', 'group']]);
+    const mention = slackInbound({ type: 'app_mention', channel: 'C77', ts: '1.2', text: 'hi' }, false, (c) => types.get(c));
+    expect(mention?.session.chatType).toBe('group');
+    expect(slackInbound({ type: 'app_mention', channel: 'D1', ts: '1.3', text: 'hi' }, false)?.session.chatType).toBe('dm');
   });
 
   it('starts a thread of its own for a top-level message when configured', async () => {

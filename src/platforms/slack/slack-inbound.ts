@@ -8,8 +8,13 @@ const CHAT_TYPES: Record<string, ChatType> = { im: 'dm', mpim: 'group', group: '
  * person's text (bot messages, edits, joins). `thread_ts` is the thread id; with
  * `threadTopLevel` a top-level message starts a thread of its own (its `ts`), so the reply
  * does not land in the channel. Reads only fields it checks: the body is untrusted.
+ * `knownType` answers the chat type seen earlier for a channel.
  */
-export function slackInbound(event: unknown, threadTopLevel: boolean): InboundMessage | undefined {
+export function slackInbound(
+  event: unknown,
+  threadTopLevel: boolean,
+  knownType: (channel: string) => ChatType | undefined = () => undefined,
+): InboundMessage | undefined {
   if (typeof event !== 'object' || event === null) return undefined;
   const e = event as Record<string, unknown>;
   if (e['type'] !== 'message' && e['type'] !== 'app_mention') return undefined;
@@ -17,18 +22,25 @@ export function slackInbound(event: unknown, threadTopLevel: boolean): InboundMe
   const { channel, ts, text, user } = e;
   if (!isText(channel) || !isText(ts) || !isText(text)) return undefined;
   const threadTs = isText(e['thread_ts']) ? e['thread_ts'] : threadTopLevel ? ts : undefined;
-  const channelType = typeof e['channel_type'] === 'string' ? e['channel_type'] : 'channel';
+  // app_mention carries no channel_type: take the one a message event showed for this
+  // channel, else the id's prefix, so both events of one channel share a session.
+  const chatType =
+    typeof e['channel_type'] === 'string' ? CHAT_TYPES[e['channel_type']] ?? 'channel' : knownType(channel) ?? typeFromId(channel);
   return {
     session: {
       platform: 'slack',
       chatId: channel,
-      chatType: CHAT_TYPES[channelType] ?? 'channel',
+      chatType,
       ...(threadTs === undefined ? {} : { threadId: threadTs }),
       ...(isText(user) ? { userId: user } : {}),
       messageId: ts,
     },
     text,
   };
+}
+
+function typeFromId(channel: string): ChatType {
+  return channel.startsWith('D') ? 'dm' : channel.startsWith('G') ? 'group' : 'channel';
 }
 
 function isText(value: unknown): value is string {

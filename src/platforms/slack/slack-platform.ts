@@ -2,7 +2,7 @@ import { WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, WebClient
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError } from '../../errors.js';
-import { inboundContext } from '../../session/index.js';
+import { inboundContext, type ChatType } from '../../session/index.js';
 import type { Intake, OutboundMessage, Platform } from '../platform.js';
 import { RecentKeys } from '../recent-keys.js';
 import { slackInbound } from './slack-inbound.js';
@@ -30,6 +30,8 @@ export class SlackPlatform implements Platform {
   readonly name = 'slack';
   private readonly client: WebClient;
   private readonly seen = new RecentKeys(10_000);
+  /** Chat types that message events showed per channel, for app_mention events, which lack them. */
+  private readonly channelTypes = new Map<string, ChatType>();
 
   constructor(private readonly options: SlackOptions) {
     this.client = new WebClient(options.botToken, {
@@ -37,6 +39,9 @@ export class SlackPlatform implements Platform {
       retryConfig: { retries: 0 },
       rejectRateLimitedCalls: true,
       timeout: 10_000,
+      // The client queues calls beyond its concurrency limit and starts them from whichever
+      // call finished: another chat's context (lesson 11). The gateway bounds sends itself.
+      maxRequestConcurrency: Number.POSITIVE_INFINITY,
     });
   }
 
@@ -60,12 +65,22 @@ export class SlackPlatform implements Platform {
         }
         if (typeof body !== 'object' || body === null) throw new ThreadlineError('TL_BAD_REQUEST', 'The Slack event body is not an object');
         if (body['type'] === 'url_verification') return reply.send({ challenge: String(body['challenge'] ?? '') });
-        const message = body['type'] === 'event_callback' ? slackInbound(body['event'], this.options.threadTopLevel) : undefined;
+        const message =
+          body['type'] === 'event_callback'
+            ? slackInbound(body['event'], this.options.threadTopLevel, (channel) => this.channelTypes.get(channel))
+            : undefined;
         if (message === undefined) return reply.code(200).send({ ok: true, ignored: true });
-        if (!this.seen.firstSight(`${message.session.chatId}/${message.session.messageId}`)) {
-          return reply.code(200).send({ ok: true, duplicate: true });
+        this.rememberType(message.session.chatId, message.session.chatType);
+        const key = `${message.session.chatId}/${message.session.messageId}`;
+        if (!this.seen.firstSight(key)) return reply.code(200).send({ ok: true, duplicate: true });
+        let accepted;
+        try {
+          accepted = await intake.accept(message, inboundContext(request.headers, { authenticated: true }));
+        } catch (error) {
+          // Not handled (queue full, stopping): Slack's redelivery must not count as a duplicate.
+          this.seen.forget(key);
+          throw error;
         }
-        const accepted = await intake.accept(message, inboundContext(request.headers, { authenticated: true }));
         return reply.code(200).send({ ok: true, message_id: accepted.messageId, trace_id: accepted.traceId });
       });
     });
@@ -82,6 +97,12 @@ export class SlackPlatform implements Platform {
     } catch (error) {
       throw deliveryError(error);
     }
+  }
+
+  private rememberType(channel: string, type: ChatType): void {
+    this.channelTypes.delete(channel);
+    this.channelTypes.set(channel, type);
+    if (this.channelTypes.size > 10_000) this.channelTypes.delete(this.channelTypes.keys().next().value!);
   }
 
   describe(baseUrl: string): string {

@@ -29,9 +29,12 @@ export class TelegramPlatform implements Platform {
   readonly name = 'telegram';
   private readonly api: Api;
   private bot: Bot | undefined;
+  /** The update being handed to intake, which close() lets finish while intake is open. */
+  private handing: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: TelegramOptions) {
-    this.api = new Api(options.token, { apiRoot: options.apiRoot });
+    // grammY waits up to 500 s by default; a slow send would hold its chat's turn that long.
+    this.api = new Api(options.token, { apiRoot: options.apiRoot, timeoutSeconds: 10 });
   }
 
   register(app: FastifyInstance, intake: Intake): void {
@@ -62,6 +65,10 @@ export class TelegramPlatform implements Platform {
 
   async send(message: OutboundMessage, signal: AbortSignal): Promise<void> {
     const { destination } = message;
+    if (destination.threadId !== undefined && !/^\d+$/.test(destination.threadId)) {
+      // Sent without its topic it would land in "General" (lesson 7): refuse instead.
+      throw new DeliveryError(`Telegram topic ids are numbers, not ${JSON.stringify(destination.threadId)}`, { retryable: false });
+    }
     try {
       await this.api.sendMessage(
         destination.chatId,
@@ -86,8 +93,24 @@ export class TelegramPlatform implements Platform {
       : `telegram: POST ${baseUrl}${TELEGRAM_WEBHOOK_PATH}`;
   }
 
+  /** Stops polling once the update in hand is accepted (intake is still open then), so
+   * the offset grammY confirms never covers an update that was not taken. */
   async close(): Promise<void> {
+    await this.handing.catch(() => {});
     await this.bot?.stop();
+  }
+
+  /** Hands one update to intake, waiting while it is full so the update is not lost. */
+  private async hand(intake: Intake, message: InboundMessage): Promise<void> {
+    for (;;) {
+      try {
+        await runDetached(() => intake.accept(message, inboundContext({}, { authenticated: true })));
+        return;
+      } catch (error) {
+        if (!(error instanceof ThreadlineError) || error.code !== 'TL_INTAKE_FULL') throw error;
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+    }
   }
 
   /**
@@ -97,18 +120,11 @@ export class TelegramPlatform implements Platform {
   start(intake: Intake): void {
     if (this.options.mode !== 'polling') return;
     const bot = new Bot(this.options.token, { client: { apiRoot: this.options.apiRoot } });
-    bot.on('message', async (ctx) => {
+    bot.on('message', (ctx) => {
       const message = parseUpdate(ctx.update);
       if (message === undefined) return;
-      for (;;) {
-        try {
-          await runDetached(() => intake.accept(message, inboundContext({}, { authenticated: true })));
-          return;
-        } catch (error) {
-          if (!(error instanceof ThreadlineError) || error.code !== 'TL_INTAKE_FULL') throw error;
-          await new Promise((resolve) => setTimeout(resolve, 1000));
-        }
-      }
+      this.handing = this.hand(intake, message);
+      return this.handing;
     });
     bot.catch((error) => this.options.logger.error({ err: error.error }, 'telegram update failed'));
     this.bot = bot;
