@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError } from '../errors.js';
 import { networkFailure } from '../platforms/http-delivery.js';
 import type { Platform } from '../platforms/platform.js';
-import { getSession, runDetached, runResumed, type RoutingSnapshot, type Session } from '../session/index.js';
+import { getSession, recordFailure, runDetached, runResumed, type RoutingSnapshot, type Session } from '../session/index.js';
 import type { DeliveryKind, Destination, Store, StoredDelivery } from '../store/store.js';
 import { backoffMs, type BackoffOptions } from './backoff.js';
 import type { Target } from './delivery-target.js';
@@ -103,7 +103,7 @@ export class Deliveries {
         }
         await this.attempt(delivery, span);
       } catch (error) {
-        failSpan(span, error);
+        recordFailure(span, error);
         throw error;
       } finally {
         span.end();
@@ -134,7 +134,6 @@ export class Deliveries {
     this.shutdown.abort(new Error('the gateway is stopping'));
     await Promise.allSettled([...this.inFlight]);
   }
-
 
   async pendingCount(): Promise<number> {
     return this.store.outbox.pendingCount();
@@ -200,7 +199,7 @@ export class Deliveries {
       this.stats.delivered++;
     } catch (thrown) {
       const error = thrown instanceof DeliveryError ? thrown : networkFailure(thrown, delivery.destination.platform);
-      failSpan(span, error);
+      recordFailure(span, error);
       if (error.retryable && attempt < this.options.maxAttempts && !this.stopped) {
         const dueAt = Date.now() + backoffMs(attempt, this.options.backoff, error.retryAfterMs);
         await this.store.outbox.retryAt(delivery.id, dueAt, error.message);
@@ -236,7 +235,6 @@ export class Deliveries {
       this.logger.error({ err: error, delivery: delivery.id }, 'delivery has an unusable origin snapshot');
     }
   }
-
 
   /** Arms the retry timer for `at`, from the root context (lesson 12). */
   private wake(at: number): void {
@@ -284,9 +282,4 @@ function describeDelivery(span: Span, id: string, kind: DeliveryKind, destinatio
     'routing.destination.chat.id': destination.chatId,
     ...(destination.threadId === undefined ? {} : { 'routing.destination.chat.thread.id': destination.threadId }),
   });
-}
-
-function failSpan(span: Span, error: unknown): void {
-  span.recordException(error instanceof Error ? error : String(error));
-  span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { SpanKind, SpanStatusCode, context, trace, type Context, type Span } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { Agent, Turn } from '../agent/agent.js';
 import { commandOf } from '../agent/echo-agent.js';
@@ -9,8 +9,10 @@ import {
   captureRouting,
   contextWithSession,
   createSession,
-  deriveSessionId,
+  recordFailure,
+  requireSession,
   resumeRouting,
+  sessionIdOfKey,
   sessionKey,
   type InboundTrace,
   type RoutingSnapshot,
@@ -92,27 +94,20 @@ export class Gateway implements Intake {
     try {
       const { session, key } = await this.sessionFor(message.session);
       const id = randomUUID();
-      const sessionContext = contextWithSession(inbound.context, session);
-      const span = tracer.startSpan(
-        'gateway.message',
-        {
-          kind: SpanKind.SERVER,
-          links: inbound.links,
-          attributes: { 'messaging.message.id': id, 'threadline.inbound.baggage.dropped': inbound.droppedBaggage },
-        },
-        sessionContext,
-      );
-      const jobContext = trace.setSpan(sessionContext, span);
+      const { context: jobContext, span } = startMessageSpan(contextWithSession(inbound.context, session), inbound.links, {
+        'messaging.message.id': id,
+        'threadline.inbound.baggage.dropped': inbound.droppedBaggage,
+      });
       const routing = captureRouting(jobContext);
       try {
         await this.options.store.messages.append({ id, routing, text: message.text, receivedAt: Date.now() });
       } catch (error) {
-        endFailed(span, error);
+        recordFailure(span, error);
+        span.end();
         throw error;
       }
       if (stop) this.scheduler.abort(session.sessionId, 'stopped by /stop');
-      const job = { id, sessionId: session.sessionId, session, key, text: message.text, context: jobContext, span, routing };
-      this.scheduler.offer(job, true);
+      this.scheduler.offer({ id, sessionId: session.sessionId, session, key, text: message.text, context: jobContext, span, routing }, true);
       return { messageId: id, sessionId: session.sessionId, traceId: span.spanContext().traceId };
     } finally {
       this.accepts--;
@@ -137,14 +132,9 @@ export class Gateway implements Intake {
   /** Queues a message accepted by an earlier process, in a new trace linked to its first. */
   private replay(stored: StoredMessage): void {
     const { context: resumed, links } = resumeRouting(stored.routing);
-    const session = createSession(stored.routing.session);
-    const span = tracer.startSpan(
-      'gateway.message',
-      { kind: SpanKind.SERVER, links, attributes: { 'messaging.message.id': stored.id, 'threadline.replayed': true } },
-      resumed,
-    );
+    const session = requireSession(resumed);
+    const { context, span } = startMessageSpan(resumed, links, { 'messaging.message.id': stored.id, 'threadline.replayed': true });
     const key = sessionKey(this.keyParts(session));
-    const context = trace.setSpan(resumed, span);
     this.scheduler.offer({ id: stored.id, sessionId: session.sessionId, session, key, text: stored.text, context, span, routing: stored.routing }, true);
   }
 
@@ -163,13 +153,12 @@ export class Gateway implements Intake {
     await this.deliveries.stop(timeoutMs);
   }
 
-
   private async sessionFor(input: InboundMessage['session']): Promise<{ session: Session; key: string }> {
     const routing = createSession(input);
     const parts = this.keyParts(routing);
     const key = sessionKey(parts);
     const epoch = await this.options.store.conversations.epoch(key);
-    return { session: withSessionId(routing, deriveSessionId(parts, epoch)), key };
+    return { session: withSessionId(routing, sessionIdOfKey(key, epoch)), key };
   }
 
   private keyParts(session: Session): SessionKeyParts {
@@ -229,14 +218,15 @@ export class Gateway implements Intake {
   private async turn(turn: Turn, signal: AbortSignal): Promise<void> {
     try {
       await tracer.startActiveSpan('agent.turn', async (span) => {
-          try {
-            await this.options.agent.handle(turn);
-          } catch (error) {
-            endFailed(span, error);
-            throw error;
-          }
+        try {
+          await this.options.agent.handle(turn);
+        } catch (error) {
+          recordFailure(span, error);
+          throw error;
+        } finally {
           span.end();
-        });
+        }
+      });
     } catch (error) {
       trace.getActiveSpan()?.setStatus({ code: SpanStatusCode.ERROR, message: 'agent turn failed' });
       this.options.logger.error({ err: error, message: turn.messageId }, 'agent turn failed');
@@ -245,8 +235,8 @@ export class Gateway implements Intake {
   }
 }
 
-function endFailed(span: Span, error: unknown): void {
-  span.recordException(error instanceof Error ? error : String(error));
-  span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
-  span.end();
+/** Starts a message's gateway.message span in `parent`; the job runs in the returned context. */
+function startMessageSpan(parent: Context, links: Link[], attributes: Attributes): { context: Context; span: Span } {
+  const span = tracer.startSpan('gateway.message', { kind: SpanKind.SERVER, links, attributes }, parent);
+  return { context: trace.setSpan(parent, span), span };
 }

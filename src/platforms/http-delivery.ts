@@ -85,7 +85,7 @@ export function networkFailure(error: unknown, what: string): DeliveryError {
 }
 
 /** Retry-After as seconds or an HTTP date (RFC 9110 section 10.2.3), in milliseconds. */
-export function retryAfterMs(header: string | null): number | undefined {
+function retryAfterMs(header: string | null): number | undefined {
   if (header === null) return undefined;
   const seconds = Number(header);
   if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;

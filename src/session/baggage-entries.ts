@@ -1,24 +1,16 @@
 import type { Baggage, BaggageEntry } from '@opentelemetry/api';
-import { CHAT_ID, CHAT_PLATFORM, CHAT_THREAD_ID, CHAT_TYPE, SESSION_ID, USER_ID, isSessionNamespaceKey } from './names.js';
+import { isSessionNamespaceKey } from './names.js';
+import { routingFields } from './routing-fields.js';
 import type { Session } from './session.js';
 
 /** W3C baggage limits: at most 64 members and 8192 bytes in all (W3C Baggage, section 3.3.1). */
 export const MAX_BAGGAGE_MEMBERS = 64;
 export const MAX_BAGGAGE_BYTES = 8192;
 
-/**
- * The session's baggage entries. Names (chat.name, user.name) are never included: baggage
- * is copied to every downstream host, and names are personal data (lesson 16).
- */
+/** The session's baggage entries: its routing fields, never its names. */
 export function sessionBaggageEntries(session: Session): Record<string, BaggageEntry> {
-  const entries: Record<string, BaggageEntry> = {
-    [CHAT_PLATFORM]: { value: session.platform },
-    [CHAT_TYPE]: { value: session.chatType },
-    [CHAT_ID]: { value: session.chatId },
-    [SESSION_ID]: { value: session.sessionId },
-  };
-  if (session.threadId !== undefined) entries[CHAT_THREAD_ID] = { value: session.threadId };
-  if (session.userId !== undefined) entries[USER_ID] = { value: session.userId };
+  const entries: Record<string, BaggageEntry> = {};
+  for (const [key, value] of Object.entries(routingFields(session))) entries[key] = { value };
   return entries;
 }
 

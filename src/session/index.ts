@@ -2,8 +2,9 @@ export type { ChatType, Session, SessionInput, SessionField } from './session.js
 export { CHAT_TYPES, SESSION_FIELDS } from './session.js';
 export * as names from './names.js';
 export { isSessionNamespaceKey } from './names.js';
+export { routingFields } from './routing-fields.js';
 export { createSession, withSessionId, MAX_FIELD_LENGTH } from './validate-session.js';
-export { sessionKey, parseSessionKey, deriveSessionId, type SessionKeyParts } from './session-key.js';
+export { sessionKey, parseSessionKey, deriveSessionId, sessionIdOfKey, type SessionKeyParts } from './session-key.js';
 export { SESSION_KEY, DESTINATION_HOST_KEY, INBOUND_KEEP_BAGGAGE_KEY } from './context-keys.js';
 export { MAX_BAGGAGE_BYTES, MAX_BAGGAGE_MEMBERS, filterInboundBaggage, type KeepBaggage } from './baggage-entries.js';
 export {
@@ -35,4 +36,5 @@ export {
   type OutboundBaggagePolicy,
 } from './outbound-policy.js';
 export { assertContextPropagation } from './assert-context-propagation.js';
+export { recordFailure } from './record-failure.js';
 export { activeContext, setActiveContextReader } from './active-context.js';

@@ -60,6 +60,10 @@ export function parseSessionKey(key: string): SessionKeyParts {
  * `epoch` counts conversations started afresh in the same chat (/new); 0 is the first.
  */
 export function deriveSessionId(parts: SessionKeyParts, epoch = 0): string {
-  const key = epoch === 0 ? sessionKey(parts) : `${sessionKey(parts)}#${epoch}`;
-  return 'tl_' + createHash('sha256').update(key).digest('base64url').slice(0, 22);
+  return sessionIdOfKey(sessionKey(parts), epoch);
+}
+
+/** deriveSessionId for a caller that already holds the session key. */
+export function sessionIdOfKey(key: string, epoch = 0): string {
+  return 'tl_' + createHash('sha256').update(epoch === 0 ? key : `${key}#${epoch}`).digest('base64url').slice(0, 22);
 }

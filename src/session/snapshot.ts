@@ -1,5 +1,6 @@
-import { ROOT_CONTEXT, SpanStatusCode, TraceFlags, isSpanContextValid, trace, type Context, type Link, type SpanContext } from '@opentelemetry/api';
+import { ROOT_CONTEXT, TraceFlags, isSpanContextValid, trace, type Context, type Link, type SpanContext } from '@opentelemetry/api';
 import { ThreadlineError } from '../errors.js';
+import { recordFailure } from './record-failure.js';
 import { contextWithSession, requireSession } from './run-with-session.js';
 import type { SessionInput } from './session.js';
 import { createSession } from './validate-session.js';
@@ -57,10 +58,7 @@ export function runResumed<T>(snapshot: unknown, name: string, fn: () => T): T {
   const tracer = trace.getTracer('threadline');
   return tracer.startActiveSpan(name, { links, root: true }, resumed, (span) => {
     const end = (error?: unknown): void => {
-      if (error !== undefined) {
-        span.recordException(error instanceof Error ? error : String(error));
-        span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
-      }
+      if (error !== undefined) recordFailure(span, error);
       span.end();
     };
     let result: T;

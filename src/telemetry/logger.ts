@@ -1,6 +1,6 @@
 import { trace } from '@opentelemetry/api';
 import { pino, type DestinationStream, type Logger } from 'pino';
-import { activeContext, getSession, names } from '../session/index.js';
+import { activeContext, getSession, names, routingFields } from '../session/index.js';
 
 export interface LoggerOptions {
   readonly level?: string;
@@ -49,12 +49,7 @@ function contextFields(includeNames: boolean): Record<string, string> {
   }
   const session = getSession(ctx);
   if (session === undefined) return fields;
-  fields[names.CHAT_PLATFORM] = session.platform;
-  fields[names.CHAT_TYPE] = session.chatType;
-  fields[names.CHAT_ID] = session.chatId;
-  if (session.threadId !== undefined) fields[names.CHAT_THREAD_ID] = session.threadId;
-  if (session.userId !== undefined) fields[names.USER_ID] = session.userId;
-  fields[names.SESSION_ID] = session.sessionId;
+  Object.assign(fields, routingFields(session));
   if (includeNames) {
     if (session.chatName !== undefined) fields[names.CHAT_NAME] = session.chatName;
     if (session.userName !== undefined) fields[names.USER_NAME] = session.userName;

@@ -130,3 +130,12 @@ describe('parseSessionKey', () => {
     );
   });
 });
+
+describe('sessionIdOfKey', () => {
+  it('is deriveSessionId for a caller that already holds the key, for every epoch', async () => {
+    const { sessionIdOfKey } = await import('../../src/session/index.js');
+    const parts: SessionKeyParts = { platform: 'telegram', chatType: 'group', chatId: '-100:1', threadId: '7' };
+    for (const epoch of [0, 1, 5]) expect(sessionIdOfKey(sessionKey(parts), epoch)).toBe(deriveSessionId(parts, epoch));
+    expect(sessionIdOfKey(sessionKey(parts), 1)).not.toBe(sessionIdOfKey(sessionKey(parts), 0));
+  });
+});
