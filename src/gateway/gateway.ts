@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
 import type { Logger } from 'pino';
+import { v7 as timeOrderedId } from 'uuid';
 import type { Agent, Turn } from '../agent/agent.js';
 import { commandOf } from '../agent/echo-agent.js';
 import { ThreadlineError } from '../errors.js';
@@ -93,7 +93,9 @@ export class Gateway implements Intake {
     this.accepts++;
     try {
       const { session, key } = await this.sessionFor(message.session);
-      const id = randomUUID();
+      // Time-ordered (UUIDv7): the store's keys then grow at one end of their B-trees, so a
+      // commit dirties a few pages instead of one random page per message (bench:gateway).
+      const id = timeOrderedId();
       const { context: jobContext, span } = startMessageSpan(contextWithSession(inbound.context, session), inbound.links, {
         'messaging.message.id': id,
         'threadline.inbound.baggage.dropped': inbound.droppedBaggage,

@@ -37,6 +37,14 @@ describe('POST /v1/messages', () => {
     expect(delivery!.headers['idempotency-key']).toBe(delivery!.body.idempotency_key);
   });
 
+  it('gives time-ordered message ids (UUIDv7), so the store appends instead of scattering', async () => {
+    const g = await start();
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(String((await g.send({ chat_id: 'c:order', text: `m${i}` })).body['message_id']));
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect([...ids].sort()).toEqual(ids);
+  });
+
   it('requires the bearer token when one is configured, compared exactly', async () => {
     const g = await start({ THREADLINE_WEBHOOK_TOKEN: 's3cret' });
     expect((await g.send({ chat_id: 'c', text: 'x' })).status).toBe(401);

@@ -1,9 +1,12 @@
 /**
  * Run by register.test.ts as a separate process, the way the gateway starts:
  * `node --import tsx --import ./src/telemetry/register.ts test/telemetry/register.fixture.ts`.
- * Enters the session in FIXTURE_SESSION, fetches FIXTURE_URL inside a span, flushes the
- * telemetry and prints what it saw as one JSON line.
+ * Enters the session in FIXTURE_SESSION, fetches FIXTURE_URL inside a span, then a server
+ * of its own (whose inbound request must make no span), flushes the telemetry and prints
+ * what it saw as one JSON line.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { trace } from '@opentelemetry/api';
 import { getSession, withSession, type SessionInput } from '../../src/session/index.js';
 // The same module instance the --import loaded, so this shuts down the SDK that started.
@@ -17,6 +20,10 @@ const seen = await withSession(JSON.parse(input) as SessionInput, () =>
   trace.getTracer('fixture').startActiveSpan('fixture.work', async (span) => {
     const response = await fetch(url);
     await response.text();
+    const own = createServer((_request, answer) => answer.end('ok'));
+    await new Promise<void>((resolve) => own.listen(0, '127.0.0.1', resolve));
+    await (await fetch(`http://127.0.0.1:${(own.address() as AddressInfo).port}/v1/health`)).text();
+    own.close();
     span.end();
     return { status: response.status, chatIdAfterFetch: getSession()?.chatId, exporter: telemetry.config.exporter };
   }),

@@ -13,7 +13,8 @@ import { useTempDir } from '../helpers/temp-dir.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const FIXTURE = 'test/telemetry/register.fixture.ts';
-const SPAN_KIND_CLIENT = 3; // OTLP enum value
+const SPAN_KIND_SERVER = 2; // OTLP enum values
+const SPAN_KIND_CLIENT = 3;
 const session = createSession(FULL_SESSION);
 const tempDir = useTempDir('register');
 let runs = 0;
@@ -79,6 +80,11 @@ describe('node --import threadline/telemetry/register', () => {
     expect(client).toBeDefined();
     expect(client!.traceId).toBe(work.traceId);
     expect(client!.parentSpanId).toBe(work.spanId);
+  });
+
+  it('makes no span for an inbound request: gateway.message is where a message trace starts', () => {
+    expect(spans.filter((span) => span.kind === SPAN_KIND_CLIENT)).toHaveLength(2);
+    expect(spans.filter((span) => span.kind === SPAN_KIND_SERVER)).toEqual([]);
   });
 
   it("makes only the application's request: no OTLP metrics or logs without a collector", () => {
