@@ -1,8 +1,12 @@
 # threadline gateway. Build: docker build -t threadline .
 FROM node:24-slim AS build
 WORKDIR /app
-# better-sqlite3 compiles its native addon when no prebuilt binary can be fetched.
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
+# better-sqlite3 12 is compiled here, always against the headers of Node 24.18: built with
+# those of 24.19 or later, it aborts the process when a Statement is garbage-collected
+# (node::ObjectWrap changed). The addon built from 24.18's headers runs on every Node 24.
+ENV npm_config_build_from_source=true \
+    npm_config_target=24.18.0
 COPY package.json package-lock.json ./
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./

@@ -73,4 +73,13 @@ describe('docker-compose.yml, otel/collector.yaml and the Dockerfile agree', () 
     expect(services['threadline']!.ports).toContain(`${port}:${port}`);
     expect(services['threadline']!.environment!['HOST']).toBe('0.0.0.0');
   });
+
+  it('compiles better-sqlite3 against Node 24 headers older than 24.19, whose ObjectWrap aborts on GC', () => {
+    expect(dockerfile).toMatch(/^FROM node:24-slim AS build$/m);
+    expect(dockerfile).toMatch(/npm_config_build_from_source=true/);
+    const target = /npm_config_target=(\d+)\.(\d+)\.(\d+)/.exec(dockerfile);
+    expect(target).not.toBeNull();
+    expect(Number(target![1])).toBe(24);
+    expect(Number(target![2])).toBeLessThan(19);
+  });
 });
