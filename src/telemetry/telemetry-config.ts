@@ -70,7 +70,6 @@ function exporterKind(env: NodeJS.ProcessEnv): TraceExporterKind {
   return envOneOf<TraceExporterKind>(env, 'OTEL_TRACES_EXPORTER', ['file', 'otlp', 'console', 'none'], hasEndpoint ? 'otlp' : 'file');
 }
 
-
 function keyList(name: string, value: string): readonly string[] {
   const keys = value.split(',').map((key) => key.trim()).filter((key) => key !== '');
   for (const key of keys) {

@@ -5,13 +5,16 @@
  * of its own (whose inbound request must make no span), flushes the telemetry and prints
  * what it saw as one JSON line.
  */
-import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { trace } from '@opentelemetry/api';
 import { getSession, withSession, type SessionInput } from '../../src/session/index.js';
 // The same module instance the --import loaded, so this shuts down the SDK that started.
 import { telemetry } from '../../src/telemetry/register.js';
 
+// Through require, as fastify loads it: the http instrumentation patches the CommonJS
+// module, which an ESM named import of node:http does not see.
+const { createServer } = createRequire(import.meta.url)('node:http') as typeof import('node:http');
 const url = process.env['FIXTURE_URL'];
 const input = process.env['FIXTURE_SESSION'];
 if (url === undefined || input === undefined) throw new Error('FIXTURE_URL and FIXTURE_SESSION are required');
