@@ -1,19 +1,21 @@
 /**
  * The floor: a fastify route that answers 202 and makes one keep-alive POST to the delivery
- * receiver. No store, no queue, no telemetry; what any gateway here can at best do.
+ * receiver, with the same HTTP client as threadline's deliveries (undici). No store, no
+ * queue, no telemetry; what any gateway here can at best do.
  */
 import Fastify from 'fastify';
-import { Agent, request } from 'node:http';
+import { Agent, request } from 'undici';
 
 const target = new URL(process.env['DELIVERY_URL']!);
-const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+const dispatcher = new Agent({ connections: 256 });
 const app = Fastify();
 
 app.post<{ Body: { chat_id: string; thread_id?: string; text: string } }>('/v1/messages', async (req, reply) => {
   const body = JSON.stringify({ chat_id: req.body.chat_id, thread_id: req.body.thread_id ?? null, text: req.body.text, kind: 'reply' });
-  const forward = request(target, { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => res.resume());
-  forward.on('error', () => {});
-  forward.end(body);
+  request(target, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json' }, body }).then(
+    (response) => response.body.dump(),
+    () => {},
+  );
   return reply.code(202).send({ ok: true });
 });
 

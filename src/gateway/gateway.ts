@@ -1,6 +1,5 @@
 import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import { v7 as timeOrderedId } from 'uuid';
 import type { Agent, Turn } from '../agent/agent.js';
 import { commandOf } from '../agent/echo-agent.js';
 import { ThreadlineError } from '../errors.js';
@@ -22,6 +21,7 @@ import {
 } from '../session/index.js';
 import type { Store, StoredMessage } from '../store/store.js';
 import { Deliveries, type DeliveryOptions } from './deliveries.js';
+import { timeOrderedId } from './message-id.js';
 import { destinationOf } from './misroute-guard.js';
 import { SessionScheduler } from './session-scheduler.js';
 
@@ -93,8 +93,6 @@ export class Gateway implements Intake {
     this.accepts++;
     try {
       const { session, key } = await this.sessionFor(message.session);
-      // Time-ordered (UUIDv7): the store's keys then grow at one end of their B-trees, so a
-      // commit dirties a few pages instead of one random page per message (bench:gateway).
       const id = timeOrderedId();
       const { context: jobContext, span } = startMessageSpan(contextWithSession(inbound.context, session), inbound.links, {
         'messaging.message.id': id,

@@ -14,17 +14,23 @@ export function sessionBaggageEntries(session: Session): Record<string, BaggageE
   return entries;
 }
 
+/** Baggage kept within the limits: its entries, and the same as a W3C `baggage` header value. */
+export interface BoundedBaggage {
+  readonly entries: Record<string, BaggageEntry>;
+  /** The entries serialized as the W3C propagator would; '' when there are none. */
+  readonly header: string;
+  readonly dropped: number;
+}
+
 /**
- * Keeps the entries `keep` accepts, within the W3C member and byte limits, in order.
- * Sizes are counted as they would be serialized (percent-encoded), so what is kept fits.
+ * Keeps the entries `keep` accepts, within the W3C limits, in order. Each entry is
+ * serialized once (percent-encoded) to count its size, and that text is the header, so
+ * what is kept fits and an outbound call needs no second pass.
  */
-export function boundedEntries(
-  baggage: Baggage,
-  keep: (key: string, entry: BaggageEntry) => boolean,
-): { entries: Record<string, BaggageEntry>; dropped: number } {
+export function boundedEntries(baggage: Baggage, keep: (key: string, entry: BaggageEntry) => boolean): BoundedBaggage {
   const entries: Record<string, BaggageEntry> = {};
+  let header = '';
   let members = 0;
-  let bytes = 0;
   let dropped = 0;
   // threadline's own entries first, so foreign ones can never crowd them out of the limits.
   const own: [string, BaggageEntry][] = [];
@@ -35,16 +41,17 @@ export function boundedEntries(
       dropped++;
       continue;
     }
-    const size = serializedSize(key, entry) + (members === 0 ? 0 : 1);
-    if (members >= MAX_BAGGAGE_MEMBERS || bytes + size > MAX_BAGGAGE_BYTES) {
+    const member = serializeMember(key, entry);
+    const size = member.length + (members === 0 ? 0 : 1);
+    if (members >= MAX_BAGGAGE_MEMBERS || header.length + size > MAX_BAGGAGE_BYTES) {
       dropped++;
       continue;
     }
     entries[key] = entry;
+    header += members === 0 ? member : `,${member}`;
     members++;
-    bytes += size;
   }
-  return { entries, dropped };
+  return { entries, header, dropped };
 }
 
 /**
@@ -54,13 +61,14 @@ export function boundedEntries(
 export type KeepBaggage = boolean | readonly string[];
 
 /** Filters inbound baggage: never threadline's keys, foreign ones per `keep`, within the limits. */
-export function filterInboundBaggage(baggage: Baggage, keep: KeepBaggage): { entries: Record<string, BaggageEntry>; dropped: number } {
-  if (keep === false) return { entries: {}, dropped: baggage.getAllEntries().length };
+export function filterInboundBaggage(baggage: Baggage, keep: KeepBaggage): BoundedBaggage {
+  if (keep === false) return { entries: {}, header: '', dropped: baggage.getAllEntries().length };
   const allowed = keep === true ? undefined : new Set(keep);
   return boundedEntries(baggage, (key) => !isSessionNamespaceKey(key) && (allowed === undefined || allowed.has(key)));
 }
 
-function serializedSize(key: string, entry: BaggageEntry): number {
-  const metadata = entry.metadata === undefined ? 0 : entry.metadata.toString().length + 1;
-  return Buffer.byteLength(encodeURIComponent(key)) + 1 + Buffer.byteLength(encodeURIComponent(entry.value)) + metadata;
+/** One list member as the W3C propagator writes it: percent-encoded key and value, raw metadata. */
+function serializeMember(key: string, entry: BaggageEntry): string {
+  const member = `${encodeURIComponent(key)}=${encodeURIComponent(entry.value)}`;
+  return entry.metadata === undefined ? member : `${member};${entry.metadata.toString()}`;
 }

@@ -29,7 +29,7 @@ export {
 export {
   DEFAULT_OUTBOUND_POLICY,
   OUTBOUND_KEYS,
-  outboundBaggage,
+  outboundBaggageHeader,
   outboundHeaders,
   outboundKeysFor,
   type HostRule,

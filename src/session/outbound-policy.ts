@@ -38,11 +38,13 @@ export function outboundKeysFor(policy: OutboundBaggagePolicy, host: string | un
   return policy.keys;
 }
 
-/** The baggage to send to `host`: foreign entries and the allowed threadline keys, bounded. */
-export function outboundBaggage(baggage: Baggage, policy: OutboundBaggagePolicy, host: string | undefined): Baggage {
+/**
+ * The `baggage` header value to send to `host`: foreign entries and the allowed threadline
+ * keys, bounded; '' when nothing may go.
+ */
+export function outboundBaggageHeader(baggage: Baggage, policy: OutboundBaggagePolicy, host: string | undefined): string {
   const allowed = outboundKeysFor(policy, host);
-  const { entries } = boundedEntries(baggage, (key) => !isSessionNamespaceKey(key) || allowed.includes(key));
-  return propagation.createBaggage(entries);
+  return boundedEntries(baggage, (key) => !isSessionNamespaceKey(key) || allowed.includes(key)).header;
 }
 
 /**

@@ -63,7 +63,21 @@ export function deriveSessionId(parts: SessionKeyParts, epoch = 0): string {
   return sessionIdOfKey(sessionKey(parts), epoch);
 }
 
+/**
+ * Session ids hashed recently. Every message of a chat needs its id (twice on the gateway's
+ * path); a lookup costs a fraction of a SHA-256. Bounded: the oldest are hashed again.
+ */
+const recentIds = new Map<string, string>();
+const RECENT_IDS = 10_000;
+
 /** deriveSessionId for a caller that already holds the session key. */
 export function sessionIdOfKey(key: string, epoch = 0): string {
-  return 'tl_' + createHash('sha256').update(epoch === 0 ? key : `${key}#${epoch}`).digest('base64url').slice(0, 22);
+  const input = epoch === 0 ? key : `${key}#${epoch}`;
+  let id = recentIds.get(input);
+  if (id === undefined) {
+    id = 'tl_' + createHash('sha256').update(input).digest('base64url').slice(0, 22);
+    if (recentIds.size >= RECENT_IDS) recentIds.delete(recentIds.keys().next().value!);
+    recentIds.set(input, id);
+  }
+  return id;
 }

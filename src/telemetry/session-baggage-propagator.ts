@@ -12,11 +12,13 @@ import {
   DESTINATION_HOST_KEY,
   INBOUND_KEEP_BAGGAGE_KEY,
   filterInboundBaggage,
-  outboundBaggage,
+  outboundBaggageHeader,
   withBaggageEntries,
   type KeepBaggage,
   type OutboundBaggagePolicy,
 } from '../session/index.js';
+
+const BAGGAGE_HEADER = 'baggage';
 
 /**
  * The W3C baggage propagator with threadline's policies around it.
@@ -41,8 +43,9 @@ export class SessionBaggagePropagator implements TextMapPropagator {
   inject(ctx: Context, carrier: unknown, setter: TextMapSetter): void {
     const baggage = propagation.getBaggage(ctx);
     if (baggage === undefined) return;
-    const filtered = outboundBaggage(baggage, this.policy, destinationHost(ctx));
-    this.w3c.inject(propagation.setBaggage(ctx, filtered), carrier, setter);
+    // Serialized here, where the entries are bounded, not again by the W3C propagator.
+    const header = outboundBaggageHeader(baggage, this.policy, destinationHost(ctx));
+    if (header !== '') setter.set(carrier, BAGGAGE_HEADER, header);
   }
 
   extract(ctx: Context, carrier: unknown, getter: TextMapGetter): Context {

@@ -44,11 +44,11 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
       new HttpInstrumentation({
         disableIncomingRequestInstrumentation: true,
         // Where tracing is suppressed (span exports, deliveries that gateway.deliver already
-        // traces) the instrumentation would still build attributes and bind emitters for a
+        // traces) both instrumentations would still parse URLs and build attributes for a
         // span nobody records; skip it whole.
         ignoreOutgoingRequestHook: () => isTracingSuppressed(context.active()),
       }),
-      new UndiciInstrumentation(),
+      new UndiciInstrumentation({ ignoreRequestHook: () => isTracingSuppressed(context.active()) }),
     ],
     spanProcessors: [stamper, new BatchSpanProcessor(exporter, batchDefaults())],
     // Traces only. Left unset, NodeSDK adds OTLP metric and log exporters aimed at

@@ -1,4 +1,5 @@
-import { ROOT_CONTEXT, baggageEntryMetadataFromString, propagation } from '@opentelemetry/api';
+import { ROOT_CONTEXT, baggageEntryMetadataFromString, defaultTextMapSetter, propagation, type BaggageEntry } from '@opentelemetry/api';
+import { W3CBaggagePropagator } from '@opentelemetry/core';
 import { describe, expect, it } from 'vitest';
 import { createSession, names } from '../../src/session/index.js';
 import {
@@ -29,7 +30,27 @@ describe('sessionBaggageEntries', () => {
   });
 });
 
+/** What the OpenTelemetry W3C propagator writes for `entries`: the oracle for `header`. */
+function w3cHeader(entries: Record<string, BaggageEntry>): string {
+  const carrier: Record<string, string> = {};
+  new W3CBaggagePropagator().inject(propagation.setBaggage(ROOT_CONTEXT, propagation.createBaggage(entries)), carrier, defaultTextMapSetter);
+  return carrier['baggage'] ?? '';
+}
+
 describe('boundedEntries', () => {
+  it('serializes what it keeps as the W3C propagator does, metadata and unicode included', () => {
+    const baggage = propagation.createBaggage({
+      'chat.id': { value: 'a:b/ç,;= %' },
+      tenant: { value: 'acme', metadata: baggageEntryMetadataFromString('ttl=1') },
+      'session.id': { value: 'tl_x' },
+      skip: { value: 'no' },
+    });
+    const { entries, header } = boundedEntries(baggage, (key) => key !== 'skip');
+    expect(Object.keys(entries)).toEqual(['chat.id', 'session.id', 'tenant']);
+    expect(header).toBe(w3cHeader(entries));
+    expect(boundedEntries(baggage, () => false).header).toBe('');
+  });
+
   it('keeps what `keep` accepts, in order, and counts the rest as dropped', () => {
     const { entries, dropped } = boundedEntries(baggageOf({ a: '1', b: '2', c: '3' }), (key) => key !== 'b');
     expect(Object.keys(entries)).toEqual(['a', 'c']);
@@ -58,9 +79,10 @@ describe('boundedEntries', () => {
         small: { value: 'y' },
         huge: { value: '"'.repeat(3000) },
       });
-    const { entries, dropped } = boundedEntries(baggage, () => true);
+    const { entries, header, dropped } = boundedEntries(baggage, () => true);
     expect(Object.keys(entries)).toEqual(['big', 'small']);
     expect(dropped).toBe(2);
+    expect(Buffer.byteLength(header)).toBe(7200 + 'big='.length + ',small=y'.length);
     expect(baggageHeaderBytes(propagation.setBaggage(ROOT_CONTEXT, propagation.createBaggage(entries)))).toBeLessThanOrEqual(
       MAX_BAGGAGE_BYTES,
     );
@@ -71,7 +93,7 @@ describe('filterInboundBaggage', () => {
   const inbound = baggageOf({ 'chat.id': 'evil', 'Session.Id': 'evil', tenant: 'acme', foo: 'bar' });
 
   it('keeps nothing with false, counting every member dropped', () => {
-    expect(filterInboundBaggage(inbound, false)).toEqual({ entries: {}, dropped: 4 });
+    expect(filterInboundBaggage(inbound, false)).toEqual({ entries: {}, header: '', dropped: 4 });
   });
 
   it('keeps foreign members with true', () => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { deriveSessionId, parseSessionKey, sessionKey, type SessionKeyParts } from '../../src/session/index.js';
@@ -137,5 +138,17 @@ describe('sessionIdOfKey', () => {
     const parts: SessionKeyParts = { platform: 'telegram', chatType: 'group', chatId: '-100:1', threadId: '7' };
     for (const epoch of [0, 1, 5]) expect(sessionIdOfKey(sessionKey(parts), epoch)).toBe(deriveSessionId(parts, epoch));
     expect(sessionIdOfKey(sessionKey(parts), 1)).not.toBe(sessionIdOfKey(sessionKey(parts), 0));
+  });
+
+  it('answers remembered and forgotten keys alike: the hash of the key, past the memo bound', async () => {
+    const { sessionIdOfKey } = await import('../../src/session/index.js');
+    const hashed = (input: string) => 'tl_' + createHash('sha256').update(input).digest('base64url').slice(0, 22);
+    const keys = Array.from({ length: 10_100 }, (_, i) => sessionKey({ platform: 'webhook', chatType: 'dm', chatId: `c${i}` }));
+    for (const pass of [1, 2]) {
+      for (const [i, key] of keys.entries()) {
+        const epoch = i % 3;
+        expect(sessionIdOfKey(key, epoch), `pass ${pass}, key ${i}`).toBe(hashed(epoch === 0 ? key : `${key}#${epoch}`));
+      }
+    }
   });
 });

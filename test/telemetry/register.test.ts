@@ -90,6 +90,11 @@ describe('node --import threadline/telemetry/register', () => {
     expect(spans.filter((span) => span.kind === SPAN_KIND_SERVER)).toEqual([]);
   });
 
+  it("makes no second span for a delivery's request: the span it runs in is the client span", () => {
+    const forDelivery = spans.filter((span) => otlpAttribute(span, 'url.full')?.endsWith('/deliveries') === true);
+    expect(forDelivery.map((span) => span.name)).toEqual(['fixture.deliver']);
+  });
+
   it("makes only the application's request: no OTLP metrics or logs without a collector", () => {
     expect(fixtureRequests.map((request) => `${request.method} ${request.path}`)).toEqual(['GET /']);
   });
