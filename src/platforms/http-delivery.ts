@@ -17,8 +17,8 @@ const DETAIL_CHARS = 300;
 /**
  * POSTs `body` over a keep-alive connection and resolves when the far end answered 2xx;
  * otherwise throws a DeliveryError: network failures, 5xx and 429 are worth retrying
- * (honouring Retry-After), other 4xx are final. undici's pool, not node:http or fetch: on
- * the delivery path it costs about half of node:http's client per request (bench:gateway).
+ * (honouring Retry-After), other 4xx are final. undici's pool, not node:http or fetch: side
+ * by side on loopback it took about a third less CPU per request than node:http's client.
  *
  * The active span (gateway.deliver) is the client span of the request: it gets the HTTP
  * attributes, and the undici instrumentation is suppressed for this one call, which would
