@@ -46,6 +46,12 @@ CREATE TABLE IF NOT EXISTS conversations (
 
 /** Conversation epochs kept in memory; a miss costs one read. */
 const EPOCH_CACHE_SIZE = 100_000;
+/**
+ * Done deliveries deleted per prune, at most once a second unless the last one was full: a
+ * day's worth in one DELETE would hold the event loop for as long as it takes.
+ */
+export const PRUNE_BATCH = 1_000;
+const PRUNE_INTERVAL_MS = 1_000;
 
 interface DeliveryRow {
   id: string;
@@ -62,8 +68,8 @@ interface DeliveryRow {
  * The embedded store: one SQLite file in WAL mode with synchronous=NORMAL, which keeps
  * every committed write through a process crash (kill -9); only an OS crash can lose the
  * last transactions. Statements are prepared once and committed in groups (GroupCommit).
- * Completed messages are deleted;
- * completed deliveries are kept for `retentionMs` so a replayed turn finds their ids.
+ * Completed messages are deleted; completed deliveries are kept for `retentionMs` (a day)
+ * so a replayed turn finds their ids, then pruned in bounded batches.
  */
 export class SqliteStore implements Store {
   readonly messages: MessageLog;
@@ -137,7 +143,10 @@ function outbox(db: Database.Database, group: GroupCommit, retentionMs: number):
   );
   const nextDue = db.prepare<[], { due_at: number | null }>(`SELECT MIN(due_at) AS due_at FROM deliveries WHERE status = 'pending'`);
   const pendingCount = db.prepare<[], { n: number }>(`SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending'`);
-  const prune = db.prepare(`DELETE FROM deliveries WHERE status = 'done' AND created_at < ?`);
+  const prune = db.prepare(
+    `DELETE FROM deliveries WHERE rowid IN
+       (SELECT rowid FROM deliveries WHERE status = 'done' AND created_at < ? LIMIT ${PRUNE_BATCH})`,
+  );
   let lastPrune = 0;
   return {
     add: (delivery, dueAt) =>
@@ -158,10 +167,10 @@ function outbox(db: Database.Database, group: GroupCommit, retentionMs: number):
       group.run(() => {
         done.run(id);
         const now = Date.now();
-        // Pruning at most once a minute keeps the done path one UPDATE almost always.
-        if (now - lastPrune > 60_000) {
-          lastPrune = now;
-          prune.run(now - retentionMs);
+        if (now - lastPrune >= PRUNE_INTERVAL_MS) {
+          // A full batch means more are due: the next done prunes again, so pruning keeps up
+          // with any rate, a bounded batch at a time.
+          lastPrune = prune.run(now - retentionMs).changes === PRUNE_BATCH ? 0 : now;
         }
       }),
     lease: (id, until) =>
