@@ -1,5 +1,6 @@
 import { context, trace } from '@opentelemetry/api';
 import { suppressTracing } from '@opentelemetry/core';
+import { finished } from 'node:stream/promises';
 import { Agent, request, type Dispatcher } from 'undici';
 import { DeliveryError } from '../errors.js';
 
@@ -33,6 +34,8 @@ export class HttpPoster {
     const span = trace.getActiveSpan();
     span?.setAttributes({ 'http.request.method': 'POST', 'url.full': `${url.origin}${url.pathname}`, 'server.address': url.hostname });
     return context.with(suppressTracing(context.active()), async () => {
+      // The whole exchange, connecting and queueing included, within timeoutMs.
+      const timeout = AbortSignal.timeout(options.timeoutMs);
       let response: Dispatcher.ResponseData;
       try {
         response = await request(url, {
@@ -40,10 +43,7 @@ export class HttpPoster {
           dispatcher: this.dispatcher,
           headers: options.headers,
           body,
-          signal: options.signal,
-          // No headers, or a body stalled, for this long: "no answer".
-          headersTimeout: options.timeoutMs,
-          bodyTimeout: options.timeoutMs,
+          signal: AbortSignal.any([options.signal, timeout]),
         });
         const status = response.statusCode;
         span?.setAttribute('http.response.status_code', status);
@@ -51,19 +51,20 @@ export class HttpPoster {
         const detail = await leadingText(response.body);
         throw answerError(status, response.headers['retry-after'], detail, options.what);
       } catch (error) {
+        if (error instanceof DeliveryError) throw error;
         // A response cut off after its headers fails the body read: a network failure too.
-        throw networkFailure(error, options.what);
+        throw networkFailure(timeout.aborted ? new Error(`no answer within ${options.timeoutMs} ms`) : error, options.what);
       }
     });
   }
 }
 
-/** Reads a body to its end; a body cut off (a reset after the headers) throws, unlike dump() alone. */
+/**
+ * Reads a body to its end, however long; a body cut off (a reset after the headers) throws.
+ * Not dump(): it stops at 128 KiB with an error, which would make a delivered message a retry.
+ */
 async function drain(body: Dispatcher.ResponseData['body']): Promise<void> {
-  let cutOff: Error | undefined;
-  body.once('error', (error: Error) => (cutOff = error));
-  await body.dump();
-  if (cutOff !== undefined) throw cutOff;
+  await finished(body.resume());
 }
 
 async function leadingText(body: Dispatcher.ResponseData['body']): Promise<string> {

@@ -17,7 +17,12 @@ export function sessionBaggageEntries(session: Session): Record<string, BaggageE
 /** Baggage kept within the limits: its entries, and the same as a W3C `baggage` header value. */
 export interface BoundedBaggage {
   readonly entries: Record<string, BaggageEntry>;
-  /** The entries serialized as the W3C propagator would; '' when there are none. */
+  /**
+   * The entries as a `baggage` header, each member written as the W3C propagator writes it;
+   * '' when there are none. Unlike that propagator, a member over 4096 bytes is not dropped:
+   * the W3C limits are 64 members and 8192 bytes, and threadline's own members are far
+   * smaller (ids of at most 256 characters).
+   */
   readonly header: string;
   readonly dropped: number;
 }

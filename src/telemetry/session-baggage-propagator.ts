@@ -6,7 +6,7 @@ import {
   type TextMapPropagator,
   type TextMapSetter,
 } from '@opentelemetry/api';
-import { W3CBaggagePropagator } from '@opentelemetry/core';
+import { W3CBaggagePropagator, isTracingSuppressed } from '@opentelemetry/core';
 import {
   DEFAULT_OUTBOUND_POLICY,
   DESTINATION_HOST_KEY,
@@ -41,6 +41,9 @@ export class SessionBaggagePropagator implements TextMapPropagator {
   ) {}
 
   inject(ctx: Context, carrier: unknown, setter: TextMapSetter): void {
+    // As the W3C propagator: where tracing is suppressed (an instrumentation inside a call
+    // that already injected) nothing is written, so no second header escapes the host policy.
+    if (isTracingSuppressed(ctx)) return;
     const baggage = propagation.getBaggage(ctx);
     if (baggage === undefined) return;
     // Serialized here, where the entries are bounded, not again by the W3C propagator.

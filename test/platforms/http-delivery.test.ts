@@ -21,6 +21,34 @@ describe('HttpPoster', () => {
     await expect(new HttpPoster().post(url, '{}', options)).resolves.toBeUndefined();
   });
 
+  it('resolves on 2xx with a body of any length, read to its end', async () => {
+    const url = await serve((_request, response) => response.end('x'.repeat(1024 * 1024)));
+    await expect(new HttpPoster().post(url, '{}', options)).resolves.toBeUndefined();
+  });
+
+  it('fails retryably, saying so, when no answer comes within timeoutMs', async () => {
+    const url = await serve(() => {}); // never answers
+    const started = performance.now();
+    const error = await new HttpPoster().post(url, '{}', { ...options, timeoutMs: 200 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DeliveryError);
+    expect((error as DeliveryError).retryable).toBe(true);
+    expect((error as DeliveryError).message).toContain('no answer within 200 ms');
+    expect(performance.now() - started).toBeLessThan(1500);
+    server?.closeAllConnections();
+  });
+
+  it('stops when its signal aborts (the gateway stopping), as a retryable failure', async () => {
+    const url = await serve(() => {});
+    const stopping = new AbortController();
+    const pending = new HttpPoster().post(url, '{}', { ...options, signal: stopping.signal }).catch((e: unknown) => e);
+    setTimeout(() => stopping.abort(new Error('the gateway is stopping')), 50);
+    const error = (await pending) as DeliveryError;
+    expect(error).toBeInstanceOf(DeliveryError);
+    expect(error.retryable).toBe(true);
+    expect(error.message).toContain('the gateway is stopping');
+    server?.closeAllConnections();
+  });
+
   it('fails retryably when the answer is cut off after its headers, instead of hanging', async () => {
     const url = await serve((_request, response) => {
       response.writeHead(200, { 'content-length': '100' });

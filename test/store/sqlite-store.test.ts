@@ -24,7 +24,7 @@ function delivery(id: string, createdAt: number): StoredDelivery {
 }
 
 describe('SqliteStore outbox pruning', () => {
-  it('deletes done deliveries past the retention in bounded batches, and nothing else', async () => {
+  it('deletes done deliveries past the retention in bounded batches, one a commit, and nothing else', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     vi.setSystemTime(T0);
     const path = join(tempDir(), 'prune.db');
@@ -51,14 +51,28 @@ describe('SqliteStore outbox pruning', () => {
     // Nothing is old enough yet.
     expect(count(`status = 'done'`)).toBe(old);
 
-    vi.setSystemTime(T0 + RETENTION_MS * 2);
-    await doneNow('new-1');
-    expect(count(`id LIKE 'old-%' AND status = 'done'`)).toBe(old - PRUNE_BATCH); // one batch, not all
-    await doneNow('new-2'); // the batch was full: the next done prunes again at once
+    const T1 = T0 + RETENTION_MS * 2;
+    const oldDone = () => count(`id LIKE 'old-%' AND status = 'done'`);
+    vi.setSystemTime(T1);
+    await Promise.all([doneNow('new-1'), doneNow('new-2')]); // one commit: one batch, not all
+    expect(oldDone()).toBe(old - PRUNE_BATCH);
+    vi.setSystemTime(T1 + 10); // the batch was full: the next one 10 ms later
     await doneNow('new-3');
-    expect(count(`id LIKE 'old-%' AND status = 'done'`)).toBe(0);
-    expect(count(`id LIKE 'new-%' AND status = 'done'`)).toBe(3);
+    expect(oldDone()).toBe(old - 2 * PRUNE_BATCH);
+    vi.setSystemTime(T1 + 20);
+    await doneNow('new-4');
+    expect(oldDone()).toBe(0);
+    expect(count(`id LIKE 'new-%' AND status = 'done'`)).toBe(4);
     expect(count(`id IN ('old-pending', 'old-failed')`)).toBe(2);
+
+    // That batch was not full: nothing more for a second.
+    await store.outbox.add(delivery('old-late', T0), T0);
+    vi.setSystemTime(T1 + 500);
+    await store.outbox.markDone('old-late');
+    expect(count(`id = 'old-late'`)).toBe(1);
+    vi.setSystemTime(T1 + 1_020);
+    await doneNow('new-5');
+    expect(count(`id = 'old-late'`)).toBe(0);
 
     // A replayed turn's delivery within the retention is still recognised; a pruned id is not.
     expect(await store.outbox.add(delivery('new-1', Date.now()), Date.now())).toBe(false);

@@ -1,4 +1,5 @@
 import { ROOT_CONTEXT, SpanKind, defaultTextMapGetter, defaultTextMapSetter, propagation, trace, type Attributes, type Context } from '@opentelemetry/api';
+import { suppressTracing } from '@opentelemetry/core';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -48,6 +49,12 @@ describe('SessionBaggagePropagator.inject', () => {
     const carrier: Record<string, string> = {};
     propagator.inject(ROOT_CONTEXT, carrier, defaultTextMapSetter);
     expect(carrier).toEqual({});
+  });
+
+  it('writes nothing where tracing is suppressed, as the W3C propagator: no second header past the host policy', () => {
+    const ctx = sessionContextWithForeign({ tenant: 'acme' });
+    expect(Object.keys(injected(propagator, ctx)).length).toBeGreaterThan(0);
+    expect(injected(propagator, suppressTracing(ctx))).toEqual({});
   });
 
   it('sends the default keys and foreign entries to an unknown host', () => {
