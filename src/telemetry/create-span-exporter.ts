@@ -1,7 +1,7 @@
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { ConsoleSpanExporter, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { FileSpanExporter } from './file-span-exporter.js';
+import { OtlpProtobufSpanExporter } from './otlp-protobuf-span-exporter.js';
 import type { TelemetryConfig } from './telemetry-config.js';
 
 /** The exporter the configuration names; undefined for `none`. OTLP ones read OTEL_EXPORTER_OTLP_* themselves. */
@@ -12,7 +12,7 @@ export function createSpanExporter(config: TelemetryConfig): SpanExporter | unde
     case 'console':
       return new ConsoleSpanExporter();
     case 'otlp':
-      return config.otlpProtocol === 'http/json' ? new OtlpJsonExporter() : new OtlpProtobufExporter();
+      return config.otlpProtocol === 'http/json' ? new OtlpJsonExporter() : new OtlpProtobufSpanExporter();
     case 'none':
       return undefined;
   }

@@ -1,7 +1,7 @@
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { ConsoleSpanExporter } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
+import { OtlpProtobufSpanExporter } from '../../src/telemetry/otlp-protobuf-span-exporter.js';
 import { FileSpanExporter, createSpanExporter, describeExporter, readTelemetryConfig } from '../../src/telemetry/index.js';
 
 const exporters: { shutdown(): Promise<void> }[] = [];
@@ -28,7 +28,7 @@ describe('createSpanExporter', () => {
 
   it('makes an OTLP exporter of the configured protocol', () => {
     const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' };
-    expect(created(endpoint)).toBeInstanceOf(OtlpProtobufExporter);
+    expect(created(endpoint)).toBeInstanceOf(OtlpProtobufSpanExporter);
     expect(created({ ...endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })).toBeInstanceOf(OtlpJsonExporter);
   });
 
