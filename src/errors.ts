@@ -72,6 +72,10 @@ export const ERROR_CODES = {
     status: 502,
     summary: 'The platform refused a delivery for good (a 4xx other than 429); it is kept as failed, not retried.',
   },
+  TL_STORE_FAILED: {
+    status: 503,
+    summary: 'The store could not be opened, refused a write, or was used after it closed; the message says which and where.',
+  },
   TL_DELIVERY_FAILED: {
     status: 502,
     summary: 'A delivery attempt failed for now (network, 5xx, 429); it stays in the outbox and is retried.',

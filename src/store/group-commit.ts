@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { ThreadlineError } from '../errors.js';
 import { runDetached } from '../session/index.js';
 
 interface Operation {
@@ -17,16 +18,28 @@ interface Operation {
 export class GroupCommit {
   private queue: Operation[] = [];
   private readonly commit: (operations: Operation[]) => unknown[];
+  private closed = false;
 
-  constructor(db: Database.Database) {
+  /** `name` says which store, in errors. */
+  constructor(
+    db: Database.Database,
+    private readonly name: string,
+  ) {
     this.commit = db.transaction((operations: Operation[]) => operations.map((operation) => operation.run()));
   }
 
   run<T>(statement: () => T): Promise<T> {
+    if (this.closed) return Promise.reject(new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} is closed`));
     return new Promise<T>((resolve, reject) => {
       if (this.queue.length === 0) runDetached(() => setImmediate(() => this.flush()));
       this.queue.push({ run: statement, resolve: resolve as (value: unknown) => void, reject });
     });
+  }
+
+  /** Commits what was asked before, then refuses more; the caller closes the database. */
+  async close(): Promise<void> {
+    await this.run(() => undefined);
+    this.closed = true;
   }
 
   private flush(): void {
@@ -42,7 +55,8 @@ export class GroupCommit {
         try {
           operation.resolve(operation.run());
         } catch (error) {
-          operation.reject(error);
+          const reason = error instanceof Error ? error.message : String(error);
+          operation.reject(new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} refused a write: ${reason}`, { cause: error }));
         }
       }
       return;

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { ThreadlineError } from '../errors.js';
 import type { RoutingSnapshot } from '../session/index.js';
 import { GroupCommit } from './group-commit.js';
 import type {
@@ -82,14 +83,11 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly group: GroupCommit;
 
+  /** Opens, creating it and its directory if needed; TL_STORE_FAILED says why it cannot. */
   constructor(path: string, retentionMs = 24 * 3600_000) {
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    const db = new Database(path);
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = NORMAL');
-    db.exec(SCHEMA);
+    const db = open(path);
     this.db = db;
-    const group = new GroupCommit(db);
+    const group = new GroupCommit(db, path);
     this.group = group;
     this.messages = messageLog(db, group);
     this.outbox = outbox(db, group, retentionMs);
@@ -98,9 +96,38 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    await this.group.run(() => undefined);
+    await this.group.close();
     this.db.close();
   }
+}
+
+function open(path: string): Database.Database {
+  try {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    const db = new Database(path);
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.exec(SCHEMA);
+    return db;
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new ThreadlineError(
+      'TL_STORE_FAILED',
+      `Cannot open the store at ${path}: ${reason}. Check that THREADLINE_DATA_DIR is writable and has space.`,
+      { cause: error },
+    );
+  }
+}
+
+/**
+ * A snapshot is stored with its message and again with each of its deliveries: encode each
+ * once. Snapshots are read-only (their type says so), so the first encoding stays true.
+ */
+const encoded = new WeakMap<RoutingSnapshot, string>();
+function encodeRouting(routing: RoutingSnapshot): string {
+  let json = encoded.get(routing);
+  if (json === undefined) encoded.set(routing, (json = JSON.stringify(routing)));
+  return json;
 }
 
 function messageLog(db: Database.Database, group: GroupCommit): MessageLog {
@@ -112,7 +139,7 @@ function messageLog(db: Database.Database, group: GroupCommit): MessageLog {
   return {
     append: (message) =>
       group.run(() => {
-        insert.run(message.id, JSON.stringify(message.routing), message.text, message.receivedAt);
+        insert.run(message.id, encodeRouting(message.routing), message.text, message.receivedAt);
       }),
     complete: (id) =>
       group.run(() => {
@@ -161,7 +188,7 @@ function outbox(db: Database.Database, group: GroupCommit, retentionMs: number):
           JSON.stringify(delivery.destination),
           delivery.text,
           delivery.inReplyTo ?? null,
-          JSON.stringify(delivery.origin),
+          encodeRouting(delivery.origin),
           dueAt,
           delivery.createdAt,
         );

@@ -1,8 +1,10 @@
 import Database from 'better-sqlite3';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ThreadlineError } from '../../src/errors.js';
 import { PRUNE_BATCH, SqliteStore } from '../../src/store/sqlite-store.js';
-import type { StoredDelivery } from '../../src/store/store.js';
+import type { StoredDelivery, StoredMessage } from '../../src/store/store.js';
 import { webhookOrigin } from '../helpers/gateway.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 
@@ -77,6 +79,84 @@ describe('SqliteStore outbox pruning', () => {
     // A replayed turn's delivery within the retention is still recognised; a pruned id is not.
     expect(await store.outbox.add(delivery('new-1', Date.now()), Date.now())).toBe(false);
     expect(await store.outbox.add(delivery('old-0', Date.now()), Date.now())).toBe(true);
+    await store.close();
+  });
+});
+
+function message(id: string): StoredMessage {
+  return { id, routing: webhookOrigin('c:1', 'tl_session'), text: `text of ${id}`, receivedAt: 1 };
+}
+
+async function storeFailure(work: Promise<unknown>): Promise<ThreadlineError> {
+  const error = await work.then(
+    () => undefined,
+    (thrown: unknown) => thrown,
+  );
+  expect(error).toBeInstanceOf(ThreadlineError);
+  expect((error as ThreadlineError).code).toBe('TL_STORE_FAILED');
+  return error as ThreadlineError;
+}
+
+describe('SqliteStore failures and round trips', () => {
+  it('says which path it cannot open and what to check', async () => {
+    const file = join(tempDir(), 'a-file');
+    writeFileSync(file, '');
+    const error = await storeFailure(Promise.resolve().then(() => new SqliteStore(join(file, 'threadline.db'))));
+    expect(error.message).toContain(join(file, 'threadline.db'));
+    expect(error.message).toContain('THREADLINE_DATA_DIR');
+  });
+
+  it('fails only the caller whose write was refused; the others in the same commit are kept', async () => {
+    const path = join(tempDir(), 'refused.db');
+    const store = new SqliteStore(path);
+    await store.messages.append(message('m-1'));
+    // One turn, so one batch: the duplicate makes the transaction roll back.
+    const results = await Promise.allSettled([
+      store.messages.append(message('m-2')),
+      store.messages.append(message('m-1')),
+      store.messages.append(message('m-3')),
+    ]);
+    expect(results.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    const refused = await storeFailure(Promise.reject((results[1] as PromiseRejectedResult).reason));
+    expect(refused.message).toMatch(/refused a write: UNIQUE constraint failed/);
+    expect((await store.messages.pending()).map((stored) => stored.id)).toEqual(['m-1', 'm-2', 'm-3']);
+    await store.close();
+  });
+
+  it('answers what was asked before close, keeps it, and refuses what comes after', async () => {
+    const path = join(tempDir(), 'closed.db');
+    const store = new SqliteStore(path);
+    const appended = store.messages.append(message('last'));
+    await store.close();
+    await expect(appended).resolves.toBeUndefined();
+    const error = await storeFailure(store.messages.append(message('late')));
+    expect(error.message).toContain('is closed');
+
+    const reopened = new SqliteStore(path);
+    expect((await reopened.messages.pending()).map((stored) => stored.id)).toEqual(['last']);
+    await reopened.close();
+  });
+
+  it('round-trips what the gateway stores', async () => {
+    const store = new SqliteStore(':memory:');
+    const origin = webhookOrigin('c:1', 'tl_session');
+    await store.homes.set({ platform: 'webhook', chatId: 'home:1', threadId: 't/1' });
+    expect(await store.homes.get('webhook')).toEqual({ platform: 'webhook', chatId: 'home:1', threadId: 't/1' });
+    expect(await store.homes.get('slack')).toBeUndefined();
+    expect(await store.conversations.epoch('k')).toBe(0);
+    expect(await store.conversations.next('k')).toBe(1);
+    expect(await store.conversations.epoch('k')).toBe(1);
+    const delivery = { id: 'd-1', kind: 'reply' as const, destination: { platform: 'webhook', chatId: 'c:1' }, text: 'hi', inReplyTo: 'm-9', origin, attempts: 0, createdAt: 5 };
+    expect(await store.outbox.add(delivery, 10)).toBe(true);
+    expect(await store.outbox.add(delivery, 10)).toBe(false);
+    expect(await store.outbox.nextDueAt()).toBe(10);
+    expect(await store.outbox.due(10, 5, new Set())).toEqual([delivery]);
+    expect(await store.outbox.due(10, 5, new Set(['d-1']))).toEqual([]);
+    await store.outbox.retryAt('d-1', 20, 'x'.repeat(2000));
+    expect(await store.outbox.due(19, 5, new Set())).toEqual([]);
+    expect(await store.outbox.pendingCount()).toBe(1);
+    await store.outbox.markDone('d-1');
+    expect(await store.outbox.pendingCount()).toBe(0);
     await store.close();
   });
 });
