@@ -144,9 +144,11 @@ const bare = figure('bare');
 const off = figure('off');
 const on = figure('on');
 console.log(`node ${process.version} · ${ROUNDS} rounds × ${SECONDS} s · ${CONNECTIONS} connections · ${CHATS} chats`);
-console.log('server                      msg/s   p99 ms  non-2xx');
-for (const [label, f] of [['1 bare forwarder', bare], ['2 threadline, telemetry off', off], ['3 threadline, telemetry on', on]] as const) {
-  console.log(`${label.padEnd(27)} ${f.msgs.toFixed(0).padStart(6)} ${f.p99.toFixed(1).padStart(8)} ${String(f.refused).padStart(8)}`);
+console.log('server                      msg/s   p99 ms  non-2xx   each round (msg/s)');
+for (const [label, name] of [['1 bare forwarder', 'bare'], ['2 threadline, telemetry off', 'off'], ['3 threadline, telemetry on', 'on']] as const) {
+  const f = figure(name);
+  const each = rounds[name].map((r) => r.msgsPerSecond.toFixed(0)).join(' ');
+  console.log(`${label.padEnd(27)} ${f.msgs.toFixed(0).padStart(6)} ${f.p99.toFixed(1).padStart(8)} ${String(f.refused).padStart(8)}   ${each}`);
 }
 console.log(`OTLP export requests received while telemetry was on: ${traceExports}`);
 
