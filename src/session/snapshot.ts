@@ -29,8 +29,11 @@ export const ORIGIN_LINK_ATTRIBUTE = 'threadline.link';
 export function captureRouting(ctx: Context = activeContext()): RoutingSnapshot {
   const session = requireSession(ctx);
   const span = trace.getSpanContext(ctx);
-  if (span === undefined || !isSpanContextValid(span)) return { v: 1, session: { ...session } };
-  return { v: 1, session: { ...session }, origin: { traceId: span.traceId, spanId: span.spanId, traceFlags: span.traceFlags } };
+  // Frozen, so a store may keep its encoding: a snapshot is a record of one moment.
+  const captured = Object.freeze({ ...session });
+  if (span === undefined || !isSpanContextValid(span)) return Object.freeze({ v: 1, session: captured });
+  const origin = Object.freeze({ traceId: span.traceId, spanId: span.spanId, traceFlags: span.traceFlags });
+  return Object.freeze({ v: 1, session: captured, origin });
 }
 
 /**

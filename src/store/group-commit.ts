@@ -18,7 +18,7 @@ interface Operation {
 export class GroupCommit {
   private queue: Operation[] = [];
   private readonly commit: (operations: Operation[]) => unknown[];
-  private closed = false;
+  private closed: Promise<void> | undefined;
 
   /** `name` says which store, in errors. */
   constructor(
@@ -29,17 +29,17 @@ export class GroupCommit {
   }
 
   run<T>(statement: () => T): Promise<T> {
-    if (this.closed) return Promise.reject(new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} is closed`));
+    if (this.closed !== undefined) return Promise.reject(new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} is closed`));
     return new Promise<T>((resolve, reject) => {
       if (this.queue.length === 0) runDetached(() => setImmediate(() => this.flush()));
       this.queue.push({ run: statement, resolve: resolve as (value: unknown) => void, reject });
     });
   }
 
-  /** Commits what was asked before, then refuses more; the caller closes the database. */
-  async close(): Promise<void> {
-    await this.run(() => undefined);
-    this.closed = true;
+  /** Refuses more from now on and resolves once what was asked before is committed; the caller closes the database. */
+  close(): Promise<void> {
+    this.closed ??= this.run(() => undefined).then(() => undefined);
+    return this.closed;
   }
 
   private flush(): void {

@@ -121,12 +121,16 @@ function open(path: string): Database.Database {
 
 /**
  * A snapshot is stored with its message and again with each of its deliveries: encode each
- * once. Snapshots are read-only (their type says so), so the first encoding stays true.
+ * once. Only frozen ones (captureRouting's) are remembered, so a changed snapshot is never
+ * stored with its old encoding.
  */
 const encoded = new WeakMap<RoutingSnapshot, string>();
 function encodeRouting(routing: RoutingSnapshot): string {
   let json = encoded.get(routing);
-  if (json === undefined) encoded.set(routing, (json = JSON.stringify(routing)));
+  if (json === undefined) {
+    json = JSON.stringify(routing);
+    if (Object.isFrozen(routing) && Object.isFrozen(routing.session)) encoded.set(routing, json);
+  }
   return json;
 }
 

@@ -28,7 +28,7 @@ export class OtlpProtobufSpanExporter extends OTLPExporterBase<ReadableSpan[]> {
         SERIALIZER,
         'otlp_http_span_exporter',
         TraceExporterMetricsHelper,
-        undefined,
+        config.selfObsMeterProvider,
       ),
     );
   }

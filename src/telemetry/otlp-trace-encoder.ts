@@ -173,8 +173,11 @@ function writeAttributes(writer: Writer, field: number, attributes: Attributes):
   }
 }
 
-/** Attribute values only: the SDK has already dropped anything else (objects, bytes). */
-function writeAnyValue(writer: Writer, value: AttributeValue | null | undefined): void {
+/**
+ * Span attributes are sanitised by the SDK; a resource's are not, so bytes and objects are
+ * written as the library writes them.
+ */
+function writeAnyValue(writer: Writer, value: AttributeValue | Uint8Array | object | null | undefined): void {
   if (typeof value === 'string') {
     writer.string(1, value);
   } else if (typeof value === 'boolean') {
@@ -198,6 +201,14 @@ function writeAnyValue(writer: Writer, value: AttributeValue | null | undefined)
       writer.end(start, 1);
     }
     writer.end(array, 1);
+  } else if (value instanceof Uint8Array) {
+    writer.tag(7, LENGTH_DELIMITED);
+    writer.bytes(value);
+  } else if (typeof value === 'object' && value !== null) {
+    writer.tag(6, LENGTH_DELIMITED);
+    const list = writer.begin(1);
+    writeAttributes(writer, 1, value as Attributes);
+    writer.end(list, 1);
   }
 }
 
@@ -283,6 +294,13 @@ class Writer {
     for (let i = 0; i < length; i++) {
       buffer[this.pos++] = (nibble(hex.charCodeAt(2 * i)) << 4) | nibble(hex.charCodeAt(2 * i + 1));
     }
+  }
+
+  bytes(value: Uint8Array): void {
+    this.varint(value.length);
+    this.ensure(value.length);
+    this.buffer.set(value, this.pos);
+    this.pos += value.length;
   }
 
   varint(value: number): void {

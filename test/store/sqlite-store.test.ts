@@ -127,8 +127,12 @@ describe('SqliteStore failures and round trips', () => {
     const path = join(tempDir(), 'closed.db');
     const store = new SqliteStore(path);
     const appended = store.messages.append(message('last'));
-    await store.close();
+    const closing = [store.close(), store.close()];
+    // Asked for after close() but before its commit: refused, not failed against a closed database.
+    const early = storeFailure(store.messages.append(message('early')));
+    await Promise.all(closing);
     await expect(appended).resolves.toBeUndefined();
+    expect((await early).message).toContain('is closed');
     const error = await storeFailure(store.messages.append(message('late')));
     expect(error.message).toContain('is closed');
 

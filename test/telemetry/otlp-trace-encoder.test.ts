@@ -15,11 +15,14 @@ const ourBytes = (spans: ReadableSpan[]) => Buffer.from(encodeTraceExportRequest
 const RESOURCES = [
   resourceFromAttributes({ 'service.name': 'threadline', 'process.pid': 4242, 'host.arch': 'amd64' }),
   resourceFromAttributes({ 'service.name': 'другой', 'deployment.environment': 'test' }),
+  // Resource attributes are not sanitised by the SDK: bytes and objects reach the encoder.
+  resourceFromAttributes({ raw: new Uint8Array([0, 1, 255]), nested: { a: 'b', n: [1, 2] } } as unknown as Attributes),
 ];
 const SCOPES = [
   { name: 'threadline' },
   { name: '@opentelemetry/instrumentation-undici', version: '0.33.0' },
   { name: 'scoped', version: '1.0.0', schemaUrl: 'https://opentelemetry.io/schemas/1.30.0' },
+  { name: 'attributed', attributes: { 'scope.kind': 'test', weight: 2 }, droppedAttributesCount: 3 },
 ];
 
 const hex = (length: number) => fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: length, maxLength: length });
