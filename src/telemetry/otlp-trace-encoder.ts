@@ -18,15 +18,15 @@ export function encodeTraceExportRequest(spans: readonly ReadableSpan[]): Uint8A
     writer.tag(1, LENGTH_DELIMITED);
     const resourceSpans = writer.begin(3);
     writeResource(writer, resource);
-    for (const scopeSpans of scopes.values()) {
+    for (const [scope, scopeSpans] of scopes) {
       writer.tag(2, LENGTH_DELIMITED);
       const start = writer.begin(3);
-      writeScope(writer, scopeSpans[0]!.instrumentationScope);
+      writeScope(writer, scope);
       for (const span of scopeSpans) {
         writer.tag(2, LENGTH_DELIMITED);
         writeSpan(writer, span);
       }
-      if (scopeSpans[0]!.instrumentationScope.schemaUrl) writer.string(3, scopeSpans[0]!.instrumentationScope.schemaUrl);
+      if (scope.schemaUrl) writer.string(3, scope.schemaUrl);
       writer.end(start, 3);
     }
     if (resource.schemaUrl) writer.string(3, resource.schemaUrl);
