@@ -6,6 +6,7 @@ import { networkFailure } from '../platforms/http-delivery.js';
 import type { Platform } from '../platforms/platform.js';
 import { getSession, recordFailure, runDetached, runResumed, type RoutingSnapshot, type Session } from '../session/index.js';
 import type { DeliveryKind, Destination, Store, StoredDelivery } from '../store/store.js';
+import { BackgroundWrites } from './background-writes.js';
 import { backoffMs, type BackoffOptions } from './backoff.js';
 import type { Target } from './delivery-target.js';
 import { destinationOf, routingMismatch } from './misroute-guard.js';
@@ -61,6 +62,7 @@ export class Deliveries {
   private readonly sending = new Set<string>();
   private readonly inFlight = new Set<Promise<void>>();
   private readonly shutdown = new AbortController();
+  private readonly writes: BackgroundWrites;
   private timer: NodeJS.Timeout | undefined;
   private wakeAt = Number.POSITIVE_INFINITY;
   private stopped = false;
@@ -71,13 +73,14 @@ export class Deliveries {
     private readonly options: DeliveryOptions,
     private readonly logger: Logger,
   ) {
+    this.writes = new BackgroundWrites(logger);
     // Every send in flight listens on the one shutdown signal: many listeners are expected.
     setMaxListeners(0, this.shutdown.signal);
   }
 
   /**
-   * Delivers now, inside a gateway.deliver span. Resolves once the delivery is sent, or
-   * recorded for a retry, or recorded as failed. Throws TL_TARGET_INVALID, TL_HOME_UNSET or
+   * Delivers now, inside a gateway.deliver span. Resolves once the delivery is sent (its
+   * record as done follows in the background), or recorded for a retry, or recorded as failed. Throws TL_TARGET_INVALID, TL_HOME_UNSET or
    * TL_MISROUTE_REFUSED, when nothing was recorded.
    */
   async deliver(request: DeliveryRequest): Promise<void> {
@@ -133,6 +136,7 @@ export class Deliveries {
     clearTimeout(grace);
     this.shutdown.abort(new Error('the gateway is stopping'));
     await Promise.allSettled([...this.inFlight]);
+    await this.writes.drained();
   }
 
   async pendingCount(): Promise<number> {
@@ -195,7 +199,11 @@ export class Deliveries {
         },
         this.shutdown.signal,
       );
-      await this.store.outbox.markDone(delivery.id);
+      // Sent: the turn goes on without waiting for the record. If it is lost, the row stays
+      // leased and is sent again when the lease ends: at least once, under the same key.
+      this.writes.add(this.store.outbox.markDone(delivery.id), 'delivery sent but not recorded as done; it will be sent again', {
+        delivery: delivery.id,
+      });
       this.stats.delivered++;
     } catch (thrown) {
       const error = thrown instanceof DeliveryError ? thrown : networkFailure(thrown, delivery.destination.platform);

@@ -20,6 +20,7 @@ import {
   withSessionId,
 } from '../session/index.js';
 import type { Store, StoredMessage } from '../store/store.js';
+import { BackgroundWrites } from './background-writes.js';
 import { Deliveries, type DeliveryOptions } from './deliveries.js';
 import { timeOrderedId } from './message-id.js';
 import { destinationOf } from './misroute-guard.js';
@@ -62,6 +63,7 @@ const tracer = trace.getTracer('threadline');
  */
 export class Gateway implements Intake {
   readonly deliveries: Deliveries;
+  private readonly writes: BackgroundWrites;
   private readonly scheduler: SessionScheduler<MessageJob>;
   private accepting = false;
   /** Set once stop() aborts running turns: those are left to run again at the next start. */
@@ -71,6 +73,7 @@ export class Gateway implements Intake {
 
   constructor(private readonly options: GatewayOptions) {
     const platforms = new Map(options.platforms.map((platform) => [platform.name, platform]));
+    this.writes = new BackgroundWrites(options.logger);
     this.deliveries = new Deliveries(options.store, platforms, options.delivery, options.logger);
     this.scheduler = new SessionScheduler((job, signal) => this.run(job, signal), {
       concurrency: options.concurrency,
@@ -150,6 +153,7 @@ export class Gateway implements Intake {
     clearTimeout(timer);
     this.closing = true;
     await this.scheduler.close('the gateway is stopping');
+    await this.writes.drained();
     await this.deliveries.stop(timeoutMs);
   }
 
@@ -174,7 +178,7 @@ export class Gateway implements Intake {
 
   private run(job: MessageJob, signal: AbortSignal): Promise<void> {
     return context.with(job.context, async () => {
-      const { store, logger } = this.options;
+      const { store } = this.options;
       const traceId = job.span.spanContext().traceId;
       let replies = 0;
       const turn: Turn = {
@@ -204,17 +208,20 @@ export class Gateway implements Intake {
       try {
         await this.turn(turn, signal);
         // A turn cut short by shutdown stays in the store and runs again after the restart.
-        if (!(signal.aborted && this.closing)) await store.messages.complete(job.id);
-      } catch (error) {
-        // The message will run again after a restart; its replies keep their ids.
-        logger.error({ err: error, message: job.id }, 'could not finish message');
+        // Otherwise the slot is free now; the record follows. If it is lost, the message runs
+        // again after a restart and its replies, keeping their ids, are not sent twice.
+        if (!(signal.aborted && this.closing)) {
+          this.writes.add(store.messages.complete(job.id), 'could not record message as finished; it will run again after a restart', {
+            message: job.id,
+          });
+        }
       } finally {
         job.span.end();
       }
     });
   }
 
-  /** Runs the agent in an agent.turn span; a failed turn is answered, not dropped. */
+  /** Runs the agent in an agent.turn span; a failed turn is answered, not dropped. Never rejects. */
   private async turn(turn: Turn, signal: AbortSignal): Promise<void> {
     try {
       await tracer.startActiveSpan('agent.turn', async (span) => {

@@ -1,0 +1,127 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { EchoAgent } from '../../src/agent/echo-agent.js';
+import { Gateway } from '../../src/gateway/gateway.js';
+import type { OutboundMessage, Platform } from '../../src/platforms/platform.js';
+import { inboundContext } from '../../src/session/index.js';
+import { SqliteStore } from '../../src/store/sqlite-store.js';
+import type { Store } from '../../src/store/store.js';
+import { installTestTelemetry } from '../../src/testing/index.js';
+import { until } from '../helpers/gateway.js';
+
+installTestTelemetry();
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function sqliteStore(): SqliteStore {
+  const dir = mkdtempSync(join(tmpdir(), 'threadline-gateway-'));
+  dirs.push(dir);
+  return new SqliteStore(join(dir, 'test.db'));
+}
+
+/** The store with its two bookkeeping writes (a delivery done, a message finished) replaced. */
+type Bookkeeping = 'complete' | 'markDone';
+function withBookkeeping(store: Store, write: (kind: Bookkeeping, id: string, commit: () => Promise<void>) => Promise<void>): Store {
+  return {
+    messages: { ...store.messages, complete: (id) => write('complete', id, () => store.messages.complete(id)) },
+    outbox: { ...store.outbox, markDone: (id) => write('markDone', id, () => store.outbox.markDone(id)) },
+    homes: store.homes,
+    conversations: store.conversations,
+    close: () => store.close(),
+  };
+}
+
+function gatewayWith(store: Store, sent: OutboundMessage[], log: string[] = []): Gateway {
+  const sink: Platform = {
+    name: 'webhook',
+    register: () => {},
+    send: async (message) => {
+      sent.push(message);
+    },
+    describe: () => 'test sink',
+  };
+  return new Gateway({
+    store,
+    platforms: [sink],
+    agent: new EchoAgent(),
+    logger: pino({ level: 'error' }, { write: (line: string) => void log.push(line) }),
+    concurrency: 1,
+    queueCapacity: 100,
+    perUserGroupSessions: false,
+    delivery: { strictRouting: false, maxAttempts: 3, backoff: { baseMs: 10, maxMs: 100 }, maxInFlight: 1, leaseMs: 60_000 },
+  });
+}
+
+function send(gateway: Gateway, chatId: string, text: string) {
+  return gateway.accept({ session: { platform: 'webhook', chatType: 'dm', chatId }, text }, inboundContext({}));
+}
+
+describe('Gateway turns', () => {
+  it('frees a turn slot once its replies are sent, without waiting for their bookkeeping to commit', async () => {
+    const store = sqliteStore();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const sent: OutboundMessage[] = [];
+    const gateway = gatewayWith(withBookkeeping(store, (_kind, _id, commit) => gate.then(commit)), sent);
+    await gateway.start();
+    await send(gateway, 'a', 'first');
+    await send(gateway, 'b', 'second');
+    // One slot: the second turn runs only if the first let go before its records committed.
+    await until(() => sent.length === 2, 3_000);
+    expect(sent.map((message) => message.text)).toEqual(['first', 'second']);
+    open();
+    await gateway.stop(1_000);
+    await store.close();
+  });
+
+  it.each<Bookkeeping>(['complete', 'markDone'])('stop() waits for %s to commit', async (gated) => {
+    const store = sqliteStore();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const sent: OutboundMessage[] = [];
+    const gateway = gatewayWith(withBookkeeping(store, (kind, _id, commit) => (kind === gated ? gate.then(commit) : commit())), sent);
+    await gateway.start();
+    await send(gateway, 'a', 'hello');
+    await until(() => sent.length === 1);
+    let stopped = false;
+    const stopping = gateway.stop(1_000).then(() => (stopped = true));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(stopped).toBe(false);
+    open();
+    await stopping;
+    // Nothing is left to replay or resend.
+    expect(await store.messages.pending()).toEqual([]);
+    expect(await store.outbox.pendingCount()).toBe(0);
+    await store.close();
+  });
+
+  it('logs a lost completion record; the message runs again after a restart without sending its reply twice', async () => {
+    const store = sqliteStore();
+    const sent: OutboundMessage[] = [];
+    const log: string[] = [];
+    const failing = gatewayWith(
+      withBookkeeping(store, (kind, _id, commit) => (kind === 'markDone' ? commit() : Promise.reject(new Error('disk full')))),
+      sent,
+      log,
+    );
+    await failing.start();
+    const accepted = await send(failing, 'a', 'once');
+    await until(() => sent.length === 1);
+    await failing.stop(1_000);
+    expect(log.join('')).toContain('could not record message as finished');
+    expect((await store.messages.pending()).map((message) => message.id)).toEqual([accepted.messageId]);
+
+    const restarted = gatewayWith(store, sent);
+    await restarted.start();
+    await until(async () => (await store.messages.pending()).length === 0);
+    await restarted.stop(1_000);
+    expect(sent.map((message) => message.text)).toEqual(['once']);
+    await store.close();
+  });
+});
