@@ -84,6 +84,11 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
+/** What a caught value says, for a log line or a wrapping error's message. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 /** Base of all typed threadline errors: `code` is stable, `message` says what to do. */
 export class ThreadlineError extends Error {
   readonly code: ErrorCode;

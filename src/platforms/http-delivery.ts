@@ -2,7 +2,7 @@ import { context, trace } from '@opentelemetry/api';
 import { suppressTracing } from '@opentelemetry/core';
 import { finished } from 'node:stream/promises';
 import { Agent, request, type Dispatcher } from 'undici';
-import { DeliveryError } from '../errors.js';
+import { DeliveryError, messageOf } from '../errors.js';
 
 export interface PostOptions {
   readonly headers: Readonly<Record<string, string>>;
@@ -95,7 +95,7 @@ function answerError(status: number, retryAfter: string | string[] | undefined, 
 /** A request that failed before any answer (refused, reset, timed out) is worth retrying. */
 export function networkFailure(error: unknown, what: string): DeliveryError {
   if (error instanceof DeliveryError) return error;
-  const reason = error instanceof Error ? error.message : String(error);
+  const reason = messageOf(error);
   return new DeliveryError(`${what} could not be reached: ${reason}`, { retryable: true, cause: error });
 }
 

@@ -14,30 +14,46 @@ export function sessionBaggageEntries(session: Session): Record<string, BaggageE
   return entries;
 }
 
-/** Baggage kept within the limits: its entries, and the same as a W3C `baggage` header value. */
+/** Baggage kept within the limits, and how many entries were left out. */
 export interface BoundedBaggage {
   readonly entries: Record<string, BaggageEntry>;
-  /**
-   * The entries as a `baggage` header, each member written as the W3C propagator writes it;
-   * '' when there are none. Unlike that propagator, a member over 4096 bytes is not dropped:
-   * the W3C limits are 64 members and 8192 bytes, and threadline's own members are far
-   * smaller (ids of at most 256 characters).
-   */
-  readonly header: string;
   readonly dropped: number;
 }
 
-/**
- * Keeps the entries `keep` accepts, within the W3C limits, in order. Each entry is
- * serialized once (percent-encoded) to count its size, and that text is the header, so
- * what is kept fits and an outbound call needs no second pass.
- */
-export function boundedEntries(baggage: Baggage, keep: (key: string, entry: BaggageEntry) => boolean): BoundedBaggage {
+type Keep = (key: string, entry: BaggageEntry) => boolean;
+
+/** Keeps the entries `keep` accepts, within the W3C limits, in order. */
+export function boundedEntries(baggage: Baggage, keep: Keep): BoundedBaggage {
   const entries: Record<string, BaggageEntry> = {};
+  const dropped = eachWithinLimits(baggage, keep, (key, entry) => {
+    entries[key] = entry;
+  });
+  return { entries, dropped };
+}
+
+/**
+ * The entries `boundedEntries` would keep, as a `baggage` header value; '' when none. Each
+ * member is written as the W3C propagator writes it. Unlike that propagator, a member over
+ * 4096 bytes is not dropped: the W3C limits are 64 members and 8192 bytes, and threadline's
+ * own members are far smaller (ids of at most 256 characters).
+ */
+export function boundedHeader(baggage: Baggage, keep: Keep): string {
   let header = '';
+  eachWithinLimits(baggage, keep, (_key, _entry, member) => {
+    header += header === '' ? member : `,${member}`;
+  });
+  return header;
+}
+
+/**
+ * Calls `take` for each entry `keep` accepts that still fits the W3C limits, threadline's own
+ * first so foreign ones can never crowd them out, with the entry serialized as a list member
+ * (percent-encoded, as its size is counted). Returns how many entries were left out.
+ */
+function eachWithinLimits(baggage: Baggage, keep: Keep, take: (key: string, entry: BaggageEntry, member: string) => void): number {
+  let bytes = 0;
   let members = 0;
   let dropped = 0;
-  // threadline's own entries first, so foreign ones can never crowd them out of the limits.
   const own: [string, BaggageEntry][] = [];
   const foreign: [string, BaggageEntry][] = [];
   for (const pair of baggage.getAllEntries()) (isSessionNamespaceKey(pair[0]) ? own : foreign).push(pair);
@@ -48,15 +64,15 @@ export function boundedEntries(baggage: Baggage, keep: (key: string, entry: Bagg
     }
     const member = serializeMember(key, entry);
     const size = member.length + (members === 0 ? 0 : 1);
-    if (members >= MAX_BAGGAGE_MEMBERS || header.length + size > MAX_BAGGAGE_BYTES) {
+    if (members >= MAX_BAGGAGE_MEMBERS || bytes + size > MAX_BAGGAGE_BYTES) {
       dropped++;
       continue;
     }
-    entries[key] = entry;
-    header += members === 0 ? member : `,${member}`;
+    take(key, entry, member);
+    bytes += size;
     members++;
   }
-  return { entries, header, dropped };
+  return dropped;
 }
 
 /**
@@ -67,7 +83,7 @@ export type KeepBaggage = boolean | readonly string[];
 
 /** Filters inbound baggage: never threadline's keys, foreign ones per `keep`, within the limits. */
 export function filterInboundBaggage(baggage: Baggage, keep: KeepBaggage): BoundedBaggage {
-  if (keep === false) return { entries: {}, header: '', dropped: baggage.getAllEntries().length };
+  if (keep === false) return { entries: {}, dropped: baggage.getAllEntries().length };
   const allowed = keep === true ? undefined : new Set(keep);
   return boundedEntries(baggage, (key) => !isSessionNamespaceKey(key) && (allowed === undefined || allowed.has(key)));
 }

@@ -1,5 +1,5 @@
 import { propagation, type Baggage, type Context } from '@opentelemetry/api';
-import { boundedEntries } from './baggage-entries.js';
+import { boundedHeader } from './baggage-entries.js';
 import { DESTINATION_HOST_KEY } from './context-keys.js';
 import { CHAT_ID, CHAT_PLATFORM, CHAT_THREAD_ID, CHAT_TYPE, SESSION_ID, USER_ID, isSessionNamespaceKey } from './names.js';
 import { activeContext } from './active-context.js';
@@ -44,7 +44,7 @@ export function outboundKeysFor(policy: OutboundBaggagePolicy, host: string | un
  */
 export function outboundBaggageHeader(baggage: Baggage, policy: OutboundBaggagePolicy, host: string | undefined): string {
   const allowed = outboundKeysFor(policy, host);
-  return boundedEntries(baggage, (key) => !isSessionNamespaceKey(key) || allowed.includes(key)).header;
+  return boundedHeader(baggage, (key) => !isSessionNamespaceKey(key) || allowed.includes(key));
 }
 
 /**

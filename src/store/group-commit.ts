@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { ThreadlineError } from '../errors.js';
+import { ThreadlineError, messageOf } from '../errors.js';
 import { runDetached } from '../session/index.js';
 
 interface Operation {
@@ -55,7 +55,7 @@ export class GroupCommit {
         try {
           operation.resolve(operation.run());
         } catch (error) {
-          const reason = error instanceof Error ? error.message : String(error);
+          const reason = messageOf(error);
           operation.reject(new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} refused a write: ${reason}`, { cause: error }));
         }
       }

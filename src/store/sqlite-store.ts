@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import { ThreadlineError } from '../errors.js';
+import { ThreadlineError, messageOf } from '../errors.js';
 import type { RoutingSnapshot } from '../session/index.js';
 import { GroupCommit } from './group-commit.js';
 import type {
@@ -110,7 +110,7 @@ function open(path: string): Database.Database {
     db.exec(SCHEMA);
     return db;
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = messageOf(error);
     throw new ThreadlineError(
       'TL_STORE_FAILED',
       `Cannot open the store at ${path}: ${reason}. Check that THREADLINE_DATA_DIR is writable and has space.`,

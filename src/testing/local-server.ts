@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { messageOf } from '../errors.js';
 
 export interface LocalRequest {
   readonly method: string;
@@ -41,7 +42,7 @@ export async function startLocalServer(handle: (request: LocalRequest) => LocalR
           raw,
         });
       } catch (error) {
-        answer = { status: 500, body: { error: error instanceof Error ? error.message : String(error) } };
+        answer = { status: 500, body: { error: messageOf(error) } };
       }
       const json = typeof answer.body === 'object';
       response.writeHead(answer.status, { ...(json ? { 'content-type': 'application/json' } : {}), ...answer.headers });

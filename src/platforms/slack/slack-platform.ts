@@ -1,7 +1,7 @@
 import { WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, WebClient } from '@slack/web-api';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { DeliveryError, ThreadlineError } from '../../errors.js';
+import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
 import { inboundContext, type ChatType } from '../../session/index.js';
 import type { Intake, OutboundMessage, Platform } from '../platform.js';
 import { RecentKeys } from '../recent-keys.js';
@@ -120,6 +120,6 @@ function deliveryError(error: unknown): DeliveryError {
   if (error instanceof WebAPIHTTPError) {
     return new DeliveryError(`Slack answered ${error.statusCode}`, { retryable: error.statusCode >= 500, cause: error });
   }
-  const reason = error instanceof Error ? error.message : String(error);
+  const reason = messageOf(error);
   return new DeliveryError(`Slack could not be reached: ${reason}`, { retryable: true, cause: error });
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { Api, Bot, GrammyError, HttpError } from 'grammy';
+import { Api, Bot, GrammyError } from 'grammy';
 import type { Logger } from 'pino';
-import { DeliveryError, ThreadlineError } from '../../errors.js';
+import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
 import { inboundContext, runDetached } from '../../session/index.js';
 import { secretsMatch } from '../bearer-token.js';
 import type { InboundMessage, Intake, OutboundMessage, Platform } from '../platform.js';
@@ -156,6 +156,6 @@ function deliveryError(error: unknown): DeliveryError {
       cause: error,
     });
   }
-  const reason = error instanceof HttpError || error instanceof Error ? error.message : String(error);
+  const reason = messageOf(error);
   return new DeliveryError(`Telegram could not be reached: ${reason}`, { retryable: true, cause: error });
 }
