@@ -24,7 +24,7 @@ import { BackgroundWrites } from './background-writes.js';
 import { Deliveries, type DeliveryOptions } from './deliveries.js';
 import { timeOrderedId } from './message-id.js';
 import { destinationOf } from './misroute-guard.js';
-import { SessionScheduler } from './session-scheduler.js';
+import { SessionScheduler, type JobAbort } from './session-scheduler.js';
 
 export interface GatewayOptions {
   readonly store: Store;
@@ -75,7 +75,7 @@ export class Gateway implements Intake {
     const platforms = new Map(options.platforms.map((platform) => [platform.name, platform]));
     this.writes = new BackgroundWrites(options.logger);
     this.deliveries = new Deliveries(options.store, platforms, options.delivery, options.logger);
-    this.scheduler = new SessionScheduler((job, signal) => this.run(job, signal), {
+    this.scheduler = new SessionScheduler((job, abort) => this.run(job, abort), {
       concurrency: options.concurrency,
       capacity: options.queueCapacity,
     });
@@ -176,7 +176,7 @@ export class Gateway implements Intake {
     };
   }
 
-  private run(job: MessageJob, signal: AbortSignal): Promise<void> {
+  private run(job: MessageJob, abort: JobAbort): Promise<void> {
     return context.with(job.context, async () => {
       const { store } = this.options;
       const traceId = job.span.spanContext().traceId;
@@ -186,7 +186,10 @@ export class Gateway implements Intake {
         text: job.text,
         messageId: job.id,
         traceId,
-        signal,
+        // A getter: most turns never read their signal, so most never pay for one.
+        get signal() {
+          return abort.signal;
+        },
         reply: (text) =>
           this.deliveries.deliver({
             // Deterministic: a turn replayed after a crash does not send its replies twice.
@@ -206,11 +209,11 @@ export class Gateway implements Intake {
         },
       };
       try {
-        await this.turn(turn, signal);
+        await this.turn(turn, abort);
         // A turn cut short by shutdown stays in the store and runs again after the restart.
         // Otherwise the slot is free now; the record follows. If it is lost, the message runs
         // again after a restart and its replies, keeping their ids, are not sent twice.
-        if (!(signal.aborted && this.closing)) {
+        if (!(abort.aborted && this.closing)) {
           this.writes.add(store.messages.complete(job.id), 'could not record message as finished; it will run again after a restart', {
             message: job.id,
           });
@@ -222,7 +225,7 @@ export class Gateway implements Intake {
   }
 
   /** Runs the agent in an agent.turn span; a failed turn is answered, not dropped. Never rejects. */
-  private async turn(turn: Turn, signal: AbortSignal): Promise<void> {
+  private async turn(turn: Turn, abort: JobAbort): Promise<void> {
     try {
       await tracer.startActiveSpan('agent.turn', async (span) => {
         try {
@@ -237,7 +240,7 @@ export class Gateway implements Intake {
     } catch (error) {
       trace.getActiveSpan()?.setStatus({ code: SpanStatusCode.ERROR, message: 'agent turn failed' });
       this.options.logger.error({ err: error, message: turn.messageId }, 'agent turn failed');
-      if (!signal.aborted) await turn.reply(`Sorry, that failed. Trace ${turn.traceId}.`).catch(() => {});
+      if (!abort.aborted) await turn.reply(`Sorry, that failed. Trace ${turn.traceId}.`).catch(() => {});
     }
   }
 }

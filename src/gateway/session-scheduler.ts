@@ -1,4 +1,11 @@
 import { runDetached } from '../session/index.js';
+import { LazyAbortController } from './lazy-abort-controller.js';
+
+/** How a running job learns it was aborted: `aborted` reads no signal, so makes none. */
+export interface JobAbort {
+  readonly signal: AbortSignal;
+  readonly aborted: boolean;
+}
 
 export interface SchedulerOptions {
   /** Turns running at once, across sessions. */
@@ -19,7 +26,7 @@ export interface ScheduledJob {
  */
 export class SessionScheduler<J extends ScheduledJob> {
   private readonly waiting = new Map<string, J[]>();
-  private readonly running = new Map<string, AbortController>();
+  private readonly running = new Map<string, LazyAbortController>();
   /** Sessions with a job waiting and none running, in the order they became ready. */
   private ready: string[] = [];
   private readyHead = 0;
@@ -29,7 +36,7 @@ export class SessionScheduler<J extends ScheduledJob> {
   private stoppedWaiters: (() => void)[] = [];
 
   constructor(
-    private readonly run: (job: J, signal: AbortSignal) => Promise<void>,
+    private readonly run: (job: J, abort: JobAbort) => Promise<void>,
     private readonly options: SchedulerOptions,
   ) {}
 
@@ -87,9 +94,9 @@ export class SessionScheduler<J extends ScheduledJob> {
       const queue = this.waiting.get(sessionId)!;
       const job = queue.shift()!;
       if (queue.length === 0) this.waiting.delete(sessionId);
-      const controller = new AbortController();
+      const controller = new LazyAbortController();
       this.running.set(sessionId, controller);
-      runDetached(() => this.run(job, controller.signal))
+      runDetached(() => this.run(job, controller))
         .catch(() => {}) // run() reports its own failures; the queue must go on.
         .finally(() => this.finish(sessionId));
     }

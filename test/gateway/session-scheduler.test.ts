@@ -13,10 +13,10 @@ function harness(concurrency: number, capacity: number) {
   const aborted: string[] = [];
   const releases = new Map<string, () => void>();
   const scheduler = new SessionScheduler<Job>(
-    (job, signal) =>
+    (job, abort) =>
       new Promise<void>((resolve) => {
         started.push(job.name);
-        signal.addEventListener('abort', () => {
+        abort.signal.addEventListener('abort', () => {
           aborted.push(job.name);
           resolve();
         });
