@@ -80,8 +80,9 @@ export class Deliveries {
 
   /**
    * Delivers now, inside a gateway.deliver span. Resolves once the delivery is sent (its
-   * record as done follows in the background), or recorded for a retry, or recorded as failed. Throws TL_TARGET_INVALID, TL_HOME_UNSET or
-   * TL_MISROUTE_REFUSED, when nothing was recorded.
+   * record as done follows in the background), or recorded for a retry, or recorded as
+   * failed. Throws TL_TARGET_INVALID, TL_HOME_UNSET or TL_MISROUTE_REFUSED, when nothing
+   * was recorded.
    */
   async deliver(request: DeliveryRequest): Promise<void> {
     const target = request.target ?? ORIGIN;
@@ -123,7 +124,8 @@ export class Deliveries {
 
   /**
    * Stops retrying and gives sends under way up to `graceMs` to finish; then aborts the rest,
-   * which stay pending in the outbox and are sent again at the next start.
+   * which stay pending in the outbox and are sent again at the next start. Resolves once the
+   * records of sent deliveries have committed too.
    */
   async stop(graceMs: number): Promise<void> {
     this.stopped = true;
@@ -184,6 +186,7 @@ export class Deliveries {
     const platform = this.platforms.get(delivery.destination.platform);
     const attempt = delivery.attempts + 1;
     this.sending.add(delivery.id);
+    let handedOff = false;
     try {
       if (platform === undefined) {
         throw new DeliveryError(`No platform "${delivery.destination.platform}" is enabled`, { retryable: false });
@@ -199,9 +202,14 @@ export class Deliveries {
         },
         this.shutdown.signal,
       );
-      // Sent: the turn goes on without waiting for the record. If it is lost, the row stays
-      // leased and is sent again when the lease ends: at least once, under the same key.
-      this.writes.add(this.store.outbox.markDone(delivery.id), 'delivery sent but not recorded as done; it will be sent again', {
+      // Sent: the turn goes on without waiting for the record. The id stays in `sending` until
+      // the record commits, so the retry loop cannot pick the row up meanwhile. If the record
+      // is lost, the row is sent again when its lease ends: at least once, under the same key.
+      const recorded = this.store.outbox.markDone(delivery.id);
+      const release = (): void => void this.sending.delete(delivery.id);
+      recorded.then(release, release);
+      handedOff = true;
+      this.writes.add(recorded, 'delivery sent but not recorded as done; it will be sent again when its lease ends', {
         delivery: delivery.id,
       });
       this.stats.delivered++;
@@ -222,7 +230,7 @@ export class Deliveries {
         this.logger.error({ err: error, delivery: delivery.id, attempts: attempt }, 'delivery failed for good');
       }
     } finally {
-      this.sending.delete(delivery.id);
+      if (!handedOff) this.sending.delete(delivery.id);
     }
   }
 

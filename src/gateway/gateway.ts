@@ -144,7 +144,8 @@ export class Gateway implements Intake {
   /**
    * Stops intake and lets queued and running turns finish, up to `timeoutMs`; then aborts
    * the turns still running (their `signal`) and starts no more. What did not finish stays
-   * in the store and runs again at the next start. Then stops the delivery loop.
+   * in the store and runs again at the next start. Then waits for the records of finished
+   * turns to commit and stops the delivery loop.
    */
   async stop(timeoutMs: number): Promise<void> {
     this.accepting = false;
@@ -218,6 +219,9 @@ export class Gateway implements Intake {
             message: job.id,
           });
         }
+      } catch (error) {
+        // Only a store that throws instead of rejecting gets here; the message stays pending.
+        this.options.logger.error({ err: error, message: job.id }, 'could not finish message');
       } finally {
         job.span.end();
       }

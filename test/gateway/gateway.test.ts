@@ -124,4 +124,44 @@ describe('Gateway turns', () => {
     expect(sent.map((message) => message.text)).toEqual(['once']);
     await store.close();
   });
+
+  it('logs a store that throws instead of rejecting, and keeps the message for the next start', async () => {
+    const store = sqliteStore();
+    const sent: OutboundMessage[] = [];
+    const log: string[] = [];
+    const throwing = gatewayWith(
+      withBookkeeping(store, (kind, _id, commit) => {
+        if (kind === 'complete') throw new Error('not connected');
+        return commit();
+      }),
+      sent,
+      log,
+    );
+    await throwing.start();
+    const accepted = await send(throwing, 'a', 'kept');
+    await until(() => log.join('').includes('could not finish message'));
+    await throwing.stop(1_000);
+    expect((await store.messages.pending()).map((message) => message.id)).toEqual([accepted.messageId]);
+    await store.close();
+  });
+
+  it('does not resend a delivery whose done record is still being written, even with its lease over', async () => {
+    const store = sqliteStore();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const sent: OutboundMessage[] = [];
+    const gateway = gatewayWith(withBookkeeping(store, (kind, _id, commit) => (kind === 'markDone' ? gate.then(commit) : commit())), sent);
+    await gateway.start();
+    await send(gateway, 'a', 'once');
+    await until(() => sent.length === 1);
+    // As after a send slower than its lease: the row is due again, and the retry loop runs.
+    await gateway.deliveries.start();
+    await until(async () => (await store.outbox.due(Date.now(), 10, new Set())).length === 1);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(sent).toHaveLength(1);
+    open();
+    await gateway.stop(1_000);
+    expect(await store.outbox.pendingCount()).toBe(0);
+    await store.close();
+  });
 });

@@ -86,4 +86,25 @@ describe('SessionScheduler', () => {
     await scheduler.idle();
     expect(seen).toEqual([undefined, undefined]);
   });
+
+  it('tells a job that never read its signal that it was aborted, by /stop or by close()', async () => {
+    const seen: boolean[] = [];
+    let finish!: () => void;
+    const scheduler = new SessionScheduler<Job>(
+      async (_job, abort) => {
+        await new Promise<void>((resolve) => (finish = resolve));
+        seen.push(abort.aborted);
+      },
+      { concurrency: 1, capacity: 10 },
+    );
+    scheduler.offer({ sessionId: 'a', name: 'a1' });
+    expect(scheduler.abort('a', 'stopped by /stop')).toBe(true);
+    finish();
+    await scheduler.idle();
+    scheduler.offer({ sessionId: 'a', name: 'a2' });
+    const closed = scheduler.close('the gateway is stopping');
+    finish();
+    await closed;
+    expect(seen).toEqual([true, true]);
+  });
 });
