@@ -205,9 +205,7 @@ export class Deliveries {
       // Sent: the turn goes on without waiting for the record. The id stays in `sending` until
       // the record commits, so the retry loop cannot pick the row up meanwhile. If the record
       // is lost, the row is sent again when its lease ends: at least once, under the same key.
-      const recorded = this.store.outbox.markDone(delivery.id);
-      const release = (): void => void this.sending.delete(delivery.id);
-      recorded.then(release, release);
+      const recorded = this.store.outbox.markDone(delivery.id).finally(() => this.sending.delete(delivery.id));
       handedOff = true;
       this.writes.add(recorded, 'delivery sent but not recorded as done; it will be sent again when its lease ends', {
         delivery: delivery.id,

@@ -57,7 +57,6 @@ export class HttpPoster {
         const detail = await leadingText(response.body);
         throw answerError(status, response.headers['retry-after'], detail, options.what);
       } catch (error) {
-        if (error instanceof DeliveryError) throw error;
         // A response cut off after its headers fails the body read: a network failure too.
         const timedOut = UNDICI_TIMEOUTS.has((error as { code?: unknown } | null)?.code);
         throw networkFailure(timedOut ? new Error(`no answer within ${options.timeoutMs} ms`, { cause: error }) : error, options.what);

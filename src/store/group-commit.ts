@@ -55,8 +55,7 @@ export class GroupCommit {
         try {
           operation.resolve(operation.run());
         } catch (error) {
-          const reason = messageOf(error);
-          operation.reject(new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} refused a write: ${reason}`, { cause: error }));
+          operation.reject(new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} refused a write: ${messageOf(error)}`, { cause: error }));
         }
       }
       return;

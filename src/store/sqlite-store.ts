@@ -110,10 +110,9 @@ function open(path: string): Database.Database {
     db.exec(SCHEMA);
     return db;
   } catch (error) {
-    const reason = messageOf(error);
     throw new ThreadlineError(
       'TL_STORE_FAILED',
-      `Cannot open the store at ${path}: ${reason}. Check that THREADLINE_DATA_DIR is writable and has space.`,
+      `Cannot open the store at ${path}: ${messageOf(error)}. Check that THREADLINE_DATA_DIR is writable and has space.`,
       { cause: error },
     );
   }

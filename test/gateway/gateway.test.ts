@@ -27,7 +27,8 @@ function sqliteStore(): SqliteStore {
 
 /** The store with its two bookkeeping writes (a delivery done, a message finished) replaced. */
 type Bookkeeping = 'complete' | 'markDone';
-function withBookkeeping(store: Store, write: (kind: Bookkeeping, id: string, commit: () => Promise<void>) => Promise<void>): Store {
+type BookkeepingWrite = (kind: Bookkeeping, id: string, commit: () => Promise<void>) => Promise<void>;
+function withBookkeeping(store: Store, write: BookkeepingWrite): Store {
   return {
     messages: { ...store.messages, complete: (id) => write('complete', id, () => store.messages.complete(id)) },
     outbox: { ...store.outbox, markDone: (id) => write('markDone', id, () => store.outbox.markDone(id)) },
@@ -58,17 +59,33 @@ function gatewayWith(store: Store, sent: OutboundMessage[], log: string[] = []):
   });
 }
 
+/** A gateway over a fresh store, its bookkeeping through `write`, and what it sent and logged. */
+function harness(write: BookkeepingWrite) {
+  const store = sqliteStore();
+  const sent: OutboundMessage[] = [];
+  const log: string[] = [];
+  return { store, sent, log, gateway: gatewayWith(withBookkeeping(store, write), sent, log) };
+}
+
+/** A promise that settles when `open()` is called: bookkeeping held back until then. */
+function gate(): { readonly held: Promise<void>; readonly open: () => void } {
+  let open!: () => void;
+  const held = new Promise<void>((resolve) => (open = resolve));
+  return { held, open };
+}
+
+async function pendingIds(store: Store): Promise<string[]> {
+  return (await store.messages.pending()).map((message) => message.id);
+}
+
 function send(gateway: Gateway, chatId: string, text: string) {
   return gateway.accept({ session: { platform: 'webhook', chatType: 'dm', chatId }, text }, inboundContext({}));
 }
 
 describe('Gateway turns', () => {
   it('frees a turn slot once its replies are sent, without waiting for their bookkeeping to commit', async () => {
-    const store = sqliteStore();
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    const sent: OutboundMessage[] = [];
-    const gateway = gatewayWith(withBookkeeping(store, (_kind, _id, commit) => gate.then(commit)), sent);
+    const { held, open } = gate();
+    const { store, sent, gateway } = harness((_kind, _id, commit) => held.then(commit));
     await gateway.start();
     await send(gateway, 'a', 'first');
     await send(gateway, 'b', 'second');
@@ -81,11 +98,8 @@ describe('Gateway turns', () => {
   });
 
   it.each<Bookkeeping>(['complete', 'markDone'])('stop() waits for %s to commit', async (gated) => {
-    const store = sqliteStore();
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    const sent: OutboundMessage[] = [];
-    const gateway = gatewayWith(withBookkeeping(store, (kind, _id, commit) => (kind === gated ? gate.then(commit) : commit())), sent);
+    const { held, open } = gate();
+    const { store, sent, gateway } = harness((kind, _id, commit) => (kind === gated ? held.then(commit) : commit()));
     await gateway.start();
     await send(gateway, 'a', 'hello');
     await until(() => sent.length === 1);
@@ -96,26 +110,21 @@ describe('Gateway turns', () => {
     open();
     await stopping;
     // Nothing is left to replay or resend.
-    expect(await store.messages.pending()).toEqual([]);
+    expect(await pendingIds(store)).toEqual([]);
     expect(await store.outbox.pendingCount()).toBe(0);
     await store.close();
   });
 
   it('logs a lost completion record; the message runs again after a restart without sending its reply twice', async () => {
-    const store = sqliteStore();
-    const sent: OutboundMessage[] = [];
-    const log: string[] = [];
-    const failing = gatewayWith(
-      withBookkeeping(store, (kind, _id, commit) => (kind === 'markDone' ? commit() : Promise.reject(new Error('disk full')))),
-      sent,
-      log,
+    const { store, sent, log, gateway: failing } = harness((kind, _id, commit) =>
+      kind === 'markDone' ? commit() : Promise.reject(new Error('disk full')),
     );
     await failing.start();
     const accepted = await send(failing, 'a', 'once');
     await until(() => sent.length === 1);
     await failing.stop(1_000);
     expect(log.join('')).toContain('could not record message as finished');
-    expect((await store.messages.pending()).map((message) => message.id)).toEqual([accepted.messageId]);
+    expect(await pendingIds(store)).toEqual([accepted.messageId]);
 
     const restarted = gatewayWith(store, sent);
     await restarted.start();
@@ -126,31 +135,21 @@ describe('Gateway turns', () => {
   });
 
   it('logs a store that throws instead of rejecting, and keeps the message for the next start', async () => {
-    const store = sqliteStore();
-    const sent: OutboundMessage[] = [];
-    const log: string[] = [];
-    const throwing = gatewayWith(
-      withBookkeeping(store, (kind, _id, commit) => {
-        if (kind === 'complete') throw new Error('not connected');
-        return commit();
-      }),
-      sent,
-      log,
-    );
+    const { store, log, gateway: throwing } = harness((kind, _id, commit) => {
+      if (kind === 'complete') throw new Error('not connected');
+      return commit();
+    });
     await throwing.start();
     const accepted = await send(throwing, 'a', 'kept');
     await until(() => log.join('').includes('could not finish message'));
     await throwing.stop(1_000);
-    expect((await store.messages.pending()).map((message) => message.id)).toEqual([accepted.messageId]);
+    expect(await pendingIds(store)).toEqual([accepted.messageId]);
     await store.close();
   });
 
   it('does not resend a delivery whose done record is still being written, even with its lease over', async () => {
-    const store = sqliteStore();
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    const sent: OutboundMessage[] = [];
-    const gateway = gatewayWith(withBookkeeping(store, (kind, _id, commit) => (kind === 'markDone' ? gate.then(commit) : commit())), sent);
+    const { held, open } = gate();
+    const { store, sent, gateway } = harness((kind, _id, commit) => (kind === 'markDone' ? held.then(commit) : commit()));
     await gateway.start();
     await send(gateway, 'a', 'once');
     await until(() => sent.length === 1);
