@@ -1,7 +1,6 @@
-import { context, trace } from '@opentelemetry/api';
+import { context, trace, type Span } from '@opentelemetry/api';
 import { suppressTracing } from '@opentelemetry/core';
-import { finished } from 'node:stream/promises';
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { DeliveryError, messageOf } from '../errors.js';
 
 export interface PostOptions {
@@ -23,6 +22,10 @@ const DETAIL_CHARS = 300;
  * otherwise throws a DeliveryError: network failures, 5xx and 429 are worth retrying
  * (honouring Retry-After), other 4xx are final. undici's pool, not node:http or fetch: side
  * by side on loopback it took about a third less CPU per request than node:http's client.
+ * Its dispatcher is driven with a handler of our own rather than through `request()`,
+ * which wraps every answer in a stream, an AsyncResource and a promise that a delivery
+ * never needs: side by side, 64 posts in flight on Node 20, 22–25 µs of CPU a post against
+ * 34–41 (medians over ten rounds).
  *
  * The active span (gateway.deliver) is the client span of the request: it gets the HTTP
  * attributes, and the undici instrumentation is suppressed for this one call, which would
@@ -36,58 +39,130 @@ export class HttpPoster {
   post(url: URL, body: string, options: PostOptions): Promise<void> {
     const span = trace.getActiveSpan();
     span?.setAttributes({ 'http.request.method': 'POST', 'url.full': `${url.origin}${url.pathname}`, 'server.address': url.hostname });
-    return context.with(suppressTracing(context.active()), async () => {
-      let response: Dispatcher.ResponseData;
-      try {
-        response = await request(url, {
-          method: 'POST',
-          dispatcher: this.dispatcher,
-          headers: options.headers,
-          body,
-          signal: options.signal,
-          // No answer, or a body stalled, for this long. undici's own timers, not an
-          // AbortSignal.timeout per request: combining signals cost about 20 µs a request
-          // on Node 20, and its timers tick about once a second, which is fine at seconds.
-          headersTimeout: options.timeoutMs,
-          bodyTimeout: options.timeoutMs,
-        });
-        const status = response.statusCode;
-        span?.setAttribute('http.response.status_code', status);
-        if (status >= 200 && status < 300) return await drain(response.body);
-        const detail = await leadingText(response.body);
-        throw answerError(status, response.headers['retry-after'], detail, options.what);
-      } catch (error) {
-        // A response cut off after its headers fails the body read: a network failure too.
-        const timedOut = UNDICI_TIMEOUTS.has((error as { code?: unknown } | null)?.code);
-        throw networkFailure(timedOut ? new Error(`no answer within ${options.timeoutMs} ms`, { cause: error }) : error, options.what);
+    return context.with(suppressTracing(context.active()), () => {
+      const answer = new PostAnswer(options, span);
+      if (options.signal.aborted) answer.onError(options.signal.reason as Error);
+      else {
+        try {
+          this.dispatcher.dispatch(
+            {
+              origin: url.origin,
+              path: `${url.pathname}${url.search}`,
+              method: 'POST',
+              headers: options.headers,
+              body,
+              // No answer, or a body stalled, for this long. undici's own timers, not an
+              // AbortSignal.timeout per request: combining signals cost about 20 µs a request
+              // on Node 20, and its timers tick about once a second, which is fine at seconds.
+              headersTimeout: options.timeoutMs,
+              bodyTimeout: options.timeoutMs,
+            },
+            answer,
+          );
+        } catch (error) {
+          answer.onError(error as Error);
+        }
       }
+      return answer.settled;
     });
   }
 }
 
 /**
- * Reads a body to its end, however long; a body cut off (a reset after the headers) throws.
- * Not dump(): it stops at 128 KiB with an error, which would make a delivered message a retry.
+ * The posts in flight under each abort signal. One listener a signal (the gateway's
+ * shutdown) aborts them all, instead of one listener added and removed a post.
  */
-async function drain(body: Dispatcher.ResponseData['body']): Promise<void> {
-  await finished(body.resume());
-}
+const postsBySignal = new WeakMap<AbortSignal, Set<PostAnswer>>();
 
-async function leadingText(body: Dispatcher.ResponseData['body']): Promise<string> {
-  let text = '';
-  body.setEncoding('utf8');
-  for await (const chunk of body as AsyncIterable<string>) {
-    text += chunk;
-    if (text.length >= DETAIL_CHARS) break;
+function abortOnSignal(signal: AbortSignal, answer: PostAnswer): void {
+  let posts = postsBySignal.get(signal);
+  if (posts === undefined) {
+    const inFlight = new Set<PostAnswer>();
+    posts = inFlight;
+    postsBySignal.set(signal, inFlight);
+    signal.addEventListener('abort', () => inFlight.forEach((post) => post.abort(signal.reason)), { once: true });
   }
-  // Breaking out of the loop destroys the rest of the body, which is what we want.
-  return text.slice(0, DETAIL_CHARS);
+  posts.add(answer);
 }
 
-function answerError(status: number, retryAfter: string | string[] | undefined, detail: string, what: string): DeliveryError {
+/**
+ * undici's callbacks for one post: keeps the status, an error answer's Retry-After and the
+ * start of its body, and settles `settled` when the answer is complete or the request failed.
+ * A 2xx body is read to its end and dropped, so the connection can be reused.
+ */
+class PostAnswer implements Dispatcher.DispatchHandlers {
+  readonly settled: Promise<void>;
+  private resolve!: () => void;
+  private reject!: (error: DeliveryError) => void;
+  private status = 0;
+  private retryAfter: string | undefined;
+  private readonly detail: Buffer[] = [];
+  private detailBytes = 0;
+  private abortRequest: ((error?: Error) => void) | undefined;
+
+  constructor(
+    private readonly options: PostOptions,
+    private readonly span: Span | undefined,
+  ) {
+    this.settled = new Promise<void>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
+
+  abort(reason: unknown): void {
+    this.abortRequest?.(reason as Error);
+  }
+
+  onConnect(abort: (error?: Error) => void): void {
+    if (this.abortRequest === undefined) abortOnSignal(this.options.signal, this);
+    this.abortRequest = abort;
+  }
+
+  onHeaders(status: number, headers: Buffer[]): boolean {
+    if (status < 200) return true; // 1xx: the answer is still to come
+    this.status = status;
+    this.span?.setAttribute('http.response.status_code', status);
+    if (status >= 300) {
+      for (let i = 0; i < headers.length; i += 2) {
+        if (headers[i]!.toString('latin1').toLowerCase() === 'retry-after') this.retryAfter = headers[i + 1]!.toString('latin1');
+      }
+    }
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    // Four bytes a character at most: enough bytes for DETAIL_CHARS characters.
+    if (this.status >= 300 && this.detailBytes < DETAIL_CHARS * 4) {
+      this.detail.push(chunk);
+      this.detailBytes += chunk.length;
+    }
+    return true;
+  }
+
+  onComplete(): void {
+    this.finish();
+    if (this.status < 300) return this.resolve();
+    const detail = Buffer.concat(this.detail).toString('utf8').slice(0, DETAIL_CHARS);
+    this.reject(answerError(this.status, this.retryAfter, detail, this.options.what));
+  }
+
+  /** A request that failed: refused, reset, cut off after its headers, timed out or aborted. */
+  onError(error: Error): void {
+    this.finish();
+    const timedOut = UNDICI_TIMEOUTS.has((error as { code?: unknown } | null)?.code);
+    this.reject(networkFailure(timedOut ? new Error(`no answer within ${this.options.timeoutMs} ms`, { cause: error }) : error, this.options.what));
+  }
+
+  private finish(): void {
+    if (this.abortRequest !== undefined) postsBySignal.get(this.options.signal)?.delete(this);
+  }
+}
+
+function answerError(status: number, retryAfter: string | undefined, detail: string, what: string): DeliveryError {
   return new DeliveryError(`${what} answered ${status}${detail ? `: ${detail}` : ''}`, {
     retryable: status >= 500 || status === 429,
-    retryAfterMs: retryAfterMs(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter),
+    retryAfterMs: retryAfterMs(retryAfter),
   });
 }
 

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -47,6 +48,32 @@ describe('HttpPoster', () => {
     expect(error.retryable).toBe(true);
     expect(error.message).toContain('the gateway is stopping');
     server?.closeAllConnections();
+  });
+
+  it('aborts every post in flight on its signal through one listener, and each fails retryably', async () => {
+    const url = await serve(() => {});
+    const stopping = new AbortController();
+    const poster = new HttpPoster();
+    const pending = Array.from({ length: 5 }, () => poster.post(url, '{}', { ...options, signal: stopping.signal }).catch((e: unknown) => e));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(getEventListeners(stopping.signal, 'abort')).toHaveLength(1);
+    stopping.abort(new Error('the gateway is stopping'));
+    const errors = (await Promise.all(pending)) as DeliveryError[];
+    expect(errors.map((error) => [error instanceof DeliveryError, error.retryable, error.message.includes('the gateway is stopping')])).toEqual(
+      Array.from({ length: 5 }, () => [true, true, true]),
+    );
+    server?.closeAllConnections();
+  });
+
+  it('fails at once, retryably, when its signal is already aborted', async () => {
+    let requests = 0;
+    const url = await serve((_request, response) => {
+      requests++;
+      response.end('{}');
+    });
+    const error = (await new HttpPoster().post(url, '{}', { ...options, signal: AbortSignal.abort(new Error('stopped')) }).catch((e: unknown) => e)) as DeliveryError;
+    expect([error instanceof DeliveryError, error.retryable, error.message]).toEqual([true, true, 'test receiver could not be reached: stopped']);
+    expect(requests).toBe(0);
   });
 
   it('fails retryably when the answer is cut off after its headers, instead of hanging', async () => {
