@@ -97,14 +97,14 @@ function median(values: number[]): number {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
-async function memoryGrowth(): Promise<{ growth: number; seconds: number; messages: number }> {
+async function memoryGrowth(): Promise<{ growth: number; rssGrowth: number; seconds: number; messages: number }> {
   const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', 'bench/gateway/memory.ts', String(MEMORY_MESSAGES)], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let last = '';
   for await (const line of createInterface({ input: child.stdout! })) last = line;
-  return JSON.parse(last) as { growth: number; seconds: number; messages: number };
+  return JSON.parse(last) as { growth: number; rssGrowth: number; seconds: number; messages: number };
 }
 
 const sink = await startSink();
@@ -154,7 +154,7 @@ console.log(`OTLP export requests received while telemetry was on: ${traceExport
 
 console.log(`\n${MEMORY_MESSAGES} messages through the in-process pipeline for heap growth…`);
 const memory = await memoryGrowth();
-console.log(`heap growth after GC: ${memory.growth.toFixed(2)} MB (${(memory.messages / memory.seconds).toFixed(0)} msg/s in-process)`);
+console.log(`heap growth after GC: ${memory.growth.toFixed(2)} MB, RSS growth ${memory.rssGrowth.toFixed(1)} MB (${(memory.messages / memory.seconds).toFixed(0)} msg/s in-process)`);
 
 const onVsOff = on.msgs / off.msgs;
 const vsBare = on.msgs / bare.msgs;

@@ -33,7 +33,7 @@ export interface GatewayParts {
 /** Builds and starts the whole gateway from its configuration. */
 export async function startGateway(config: GatewayConfig, parts: GatewayParts): Promise<RunningGateway> {
   const { logger } = parts;
-  const store = parts.store ?? new SqliteStore(join(config.dataDir, 'threadline.db'));
+  const store = parts.store ?? await SqliteStore.open(join(config.dataDir, 'threadline.db'));
   const platforms: Platform[] = [new WebhookPlatform({ ...config.webhook, logger })];
   if (config.telegram !== undefined) platforms.push(new TelegramPlatform({ ...config.telegram, logger }));
   if (config.slack !== undefined) platforms.push(new SlackPlatform({ ...config.slack, logger }));

@@ -19,10 +19,10 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-function sqliteStore(): SqliteStore {
+async function sqliteStore(): Promise<SqliteStore> {
   const dir = mkdtempSync(join(tmpdir(), 'threadline-gateway-'));
   dirs.push(dir);
-  return new SqliteStore(join(dir, 'test.db'));
+  return SqliteStore.open(join(dir, 'test.db'));
 }
 
 /** The store with its two bookkeeping writes (a delivery done, a message finished) replaced. */
@@ -60,8 +60,8 @@ function gatewayWith(store: Store, sent: OutboundMessage[], log: string[] = []):
 }
 
 /** A gateway over a fresh store, its bookkeeping through `write`, and what it sent and logged. */
-function harness(write: BookkeepingWrite) {
-  const store = sqliteStore();
+async function harness(write: BookkeepingWrite) {
+  const store = await sqliteStore();
   const sent: OutboundMessage[] = [];
   const log: string[] = [];
   return { store, sent, log, gateway: gatewayWith(withBookkeeping(store, write), sent, log) };
@@ -85,7 +85,7 @@ function send(gateway: Gateway, chatId: string, text: string) {
 describe('Gateway turns', () => {
   it('frees a turn slot once its replies are sent, without waiting for their bookkeeping to commit', async () => {
     const { held, open } = gate();
-    const { store, sent, gateway } = harness((_kind, _id, commit) => held.then(commit));
+    const { store, sent, gateway } = await harness((_kind, _id, commit) => held.then(commit));
     await gateway.start();
     await send(gateway, 'a', 'first');
     await send(gateway, 'b', 'second');
@@ -99,7 +99,7 @@ describe('Gateway turns', () => {
 
   it.each<Bookkeeping>(['complete', 'markDone'])('stop() waits for %s to commit', async (gated) => {
     const { held, open } = gate();
-    const { store, sent, gateway } = harness((kind, _id, commit) => (kind === gated ? held.then(commit) : commit()));
+    const { store, sent, gateway } = await harness((kind, _id, commit) => (kind === gated ? held.then(commit) : commit()));
     await gateway.start();
     await send(gateway, 'a', 'hello');
     await until(() => sent.length === 1);
@@ -116,7 +116,7 @@ describe('Gateway turns', () => {
   });
 
   it('logs a lost completion record; the message runs again after a restart without sending its reply twice', async () => {
-    const { store, sent, log, gateway: failing } = harness((kind, _id, commit) =>
+    const { store, sent, log, gateway: failing } = await harness((kind, _id, commit) =>
       kind === 'markDone' ? commit() : Promise.reject(new Error('disk full')),
     );
     await failing.start();
@@ -135,7 +135,7 @@ describe('Gateway turns', () => {
   });
 
   it('logs a store that throws instead of rejecting, and keeps the message for the next start', async () => {
-    const { store, log, gateway: throwing } = harness((kind, _id, commit) => {
+    const { store, log, gateway: throwing } = await harness((kind, _id, commit) => {
       if (kind === 'complete') throw new Error('not connected');
       return commit();
     });
@@ -149,7 +149,7 @@ describe('Gateway turns', () => {
 
   it('does not resend a delivery whose done record is still being written, even with its lease over', async () => {
     const { held, open } = gate();
-    const { store, sent, gateway } = harness((kind, _id, commit) => (kind === 'markDone' ? held.then(commit) : commit()));
+    const { store, sent, gateway } = await harness((kind, _id, commit) => (kind === 'markDone' ? held.then(commit) : commit()));
     await gateway.start();
     await send(gateway, 'a', 'once');
     await until(() => sent.length === 1);

@@ -3,7 +3,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ThreadlineError } from '../../src/errors.js';
-import { PRUNE_BATCH, SqliteStore } from '../../src/store/sqlite-store.js';
+import { PRUNE_BATCH } from '../../src/store/sqlite-operations.js';
+import { SqliteStore } from '../../src/store/sqlite-store.js';
 import type { StoredDelivery, StoredMessage } from '../../src/store/store.js';
 import { webhookOrigin } from '../helpers/gateway.js';
 import { useTempDir } from '../helpers/temp-dir.js';
@@ -30,7 +31,7 @@ describe('SqliteStore outbox pruning', () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     vi.setSystemTime(T0);
     const path = join(tempDir(), 'prune.db');
-    const store = new SqliteStore(path, RETENTION_MS);
+    const store = await SqliteStore.open(path, RETENTION_MS);
     const old = PRUNE_BATCH * 2 + PRUNE_BATCH / 2;
     for (let i = 0; i < old; i++) await store.outbox.add(delivery(`old-${i}`, T0), T0);
     await Promise.all(Array.from({ length: old }, (_, i) => store.outbox.markDone(`old-${i}`)));
@@ -101,14 +102,14 @@ describe('SqliteStore failures and round trips', () => {
   it('says which path it cannot open and what to check', async () => {
     const file = join(tempDir(), 'a-file');
     writeFileSync(file, '');
-    const error = await storeFailure(Promise.resolve().then(() => new SqliteStore(join(file, 'threadline.db'))));
+    const error = await storeFailure(SqliteStore.open(join(file, 'threadline.db')));
     expect(error.message).toContain(join(file, 'threadline.db'));
     expect(error.message).toContain('THREADLINE_DATA_DIR');
   });
 
   it('fails only the caller whose write was refused; the others in the same commit are kept', async () => {
     const path = join(tempDir(), 'refused.db');
-    const store = new SqliteStore(path);
+    const store = await SqliteStore.open(path);
     await store.messages.append(message('m-1'));
     // One turn, so one batch: the duplicate makes the transaction roll back.
     const results = await Promise.allSettled([
@@ -125,7 +126,7 @@ describe('SqliteStore failures and round trips', () => {
 
   it('answers what was asked before close, keeps it, and refuses what comes after', async () => {
     const path = join(tempDir(), 'closed.db');
-    const store = new SqliteStore(path);
+    const store = await SqliteStore.open(path);
     const appended = store.messages.append(message('last'));
     const closing = [store.close(), store.close()];
     // Asked for after close() but before its commit: refused, not failed against a closed database.
@@ -136,13 +137,13 @@ describe('SqliteStore failures and round trips', () => {
     const error = await storeFailure(store.messages.append(message('late')));
     expect(error.message).toContain('is closed');
 
-    const reopened = new SqliteStore(path);
+    const reopened = await SqliteStore.open(path);
     expect((await reopened.messages.pending()).map((stored) => stored.id)).toEqual(['last']);
     await reopened.close();
   });
 
   it('round-trips what the gateway stores', async () => {
-    const store = new SqliteStore(':memory:');
+    const store = await SqliteStore.open(':memory:');
     const origin = webhookOrigin('c:1', 'tl_session');
     await store.homes.set({ platform: 'webhook', chatId: 'home:1', threadId: 't/1' });
     expect(await store.homes.get('webhook')).toEqual({ platform: 'webhook', chatId: 'home:1', threadId: 't/1' });

@@ -1,0 +1,48 @@
+/**
+ * The store's thread: owns the SQLite connection and runs each batch posted by the event
+ * loop as one transaction, answering only after its commit. A commit, and the WAL
+ * checkpoints that come with commits, never hold up the event loop this way.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type Database from 'better-sqlite3';
+import { messageOf } from '../errors.js';
+import { openDatabase, sqliteOperations } from './sqlite-operations.js';
+import type { Batch, BatchAnswer, StoreWorkerData, WorkerReady } from './sqlite-thread.js';
+
+const port = parentPort!;
+const { path, retentionMs } = workerData as StoreWorkerData;
+
+let db: Database.Database;
+try {
+  db = openDatabase(path);
+} catch (error) {
+  port.postMessage({ error: messageOf(error) } satisfies WorkerReady);
+  process.exit(0);
+}
+const operations = sqliteOperations(db, retentionMs) as Record<string, (...args: unknown[]) => unknown>;
+const runBatch = db.transaction((batch: Batch) => batch.map(([name, args]) => operations[name]!(...args)));
+
+port.on('message', (message: Batch | 'close') => {
+  if (message === 'close') {
+    db.close();
+    port.close();
+    return;
+  }
+  let answer: BatchAnswer;
+  try {
+    answer = { results: runBatch(message) };
+  } catch {
+    // One statement failed and the transaction rolled back: run each alone so only the
+    // failing caller sees its error.
+    answer = { results: [], errors: [] };
+    for (const [i, [name, args]] of message.entries()) {
+      try {
+        answer.results[i] = operations[name]!(...args);
+      } catch (error) {
+        answer.errors![i] = messageOf(error);
+      }
+    }
+  }
+  port.postMessage(answer);
+});
+port.postMessage({} satisfies WorkerReady);

@@ -1,0 +1,54 @@
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { ThreadlineError } from '../../src/errors.js';
+import { SqliteStore } from '../../src/store/sqlite-store.js';
+import { SqliteThread } from '../../src/store/sqlite-thread.js';
+import { webhookOrigin } from '../helpers/gateway.js';
+import { useTempDir } from '../helpers/temp-dir.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const tempDir = useTempDir('sqlite-thread');
+
+describe('SqliteThread', () => {
+  it('commits the calls of one event-loop turn together and the next turn behind them, in order', async () => {
+    const thread = await SqliteThread.start(join(tempDir(), 'order.db'), 60_000);
+    const routing = JSON.stringify(webhookOrigin('c:1', 'tl_session'));
+    const first = [thread.call('appendMessage', 'm-1', routing, 'a', 1), thread.call('pendingMessages')];
+    await new Promise((resolve) => setImmediate(resolve)); // the first batch is being committed
+    const second = [thread.call('appendMessage', 'm-2', routing, 'b', 2), thread.call('completeMessage', 'm-1'), thread.call('pendingMessages')];
+    const [, seenFirst] = await Promise.all(first);
+    const [, , seenSecond] = await Promise.all(second);
+    expect((seenFirst as { id: string }[]).map((row) => row.id)).toEqual(['m-1']);
+    expect((seenSecond as { id: string }[]).map((row) => row.id)).toEqual(['m-2']);
+    await thread.close();
+  });
+
+  it('fails every caller, then and later, with TL_STORE_FAILED when its thread dies', async () => {
+    const thread = await SqliteThread.start(join(tempDir(), 'dies.db'), 60_000);
+    const owed = thread.call('pendingCount');
+    await (thread as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+    for (const work of [owed, thread.call('pendingCount')]) {
+      const error = await work.then(() => undefined, (thrown: unknown) => thrown);
+      expect(error).toBeInstanceOf(ThreadlineError);
+      expect((error as ThreadlineError).code).toBe('TL_STORE_FAILED');
+      expect((error as ThreadlineError).message).toMatch(/dies\.db stopped .*restart the gateway/);
+    }
+  });
+
+  it('lets the process end by itself once its thread is idle, after the answer it was owed', async () => {
+    const path = join(tempDir(), 'process.db');
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/store/sqlite-thread.fixture.ts', path, JSON.stringify(webhookOrigin('c:1', 'tl_session'))], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect({ code, stdout: stdout.trim() }).toEqual({ code: 0, stdout: 'appended' });
+    const store = await SqliteStore.open(path);
+    expect((await store.messages.pending()).map((message) => message.text)).toEqual(['kept']);
+    await store.close();
+  }, 20_000);
+});
