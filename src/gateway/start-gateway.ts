@@ -32,8 +32,19 @@ export interface GatewayParts {
 
 /** Builds and starts the whole gateway from its configuration. */
 export async function startGateway(config: GatewayConfig, parts: GatewayParts): Promise<RunningGateway> {
+  if (parts.store !== undefined) return assemble(config, parts, parts.store);
+  const store = await SqliteStore.open(join(config.dataDir, 'threadline.db'));
+  try {
+    return await assemble(config, parts, store);
+  } catch (error) {
+    // A start that failed (a port in use, say) must not leave the store's thread running.
+    await store.close().catch(() => {});
+    throw error;
+  }
+}
+
+async function assemble(config: GatewayConfig, parts: GatewayParts, store: Store): Promise<RunningGateway> {
   const { logger } = parts;
-  const store = parts.store ?? await SqliteStore.open(join(config.dataDir, 'threadline.db'));
   const platforms: Platform[] = [new WebhookPlatform({ ...config.webhook, logger })];
   if (config.telegram !== undefined) platforms.push(new TelegramPlatform({ ...config.telegram, logger }));
   if (config.slack !== undefined) platforms.push(new SlackPlatform({ ...config.slack, logger }));

@@ -14,7 +14,7 @@ export interface PostOptions {
 /** undici's codes for a request that got no answer in time. */
 const UNDICI_TIMEOUTS: ReadonlySet<unknown> = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 
-/** An error answer's body is read this far for the message, the rest discarded. */
+/** An error answer's body is read this far for the message; the rest is not waited for. */
 const DETAIL_CHARS = 300;
 
 /**
@@ -87,13 +87,15 @@ function abortOnSignal(signal: AbortSignal, answer: PostAnswer): void {
 
 /**
  * undici's callbacks for one post: keeps the status, an error answer's Retry-After and the
- * start of its body, and settles `settled` when the answer is complete or the request failed.
+ * start of its body, and settles `settled` once: when the answer is complete, when an error
+ * answer has given enough detail (the rest is not waited for), or when the request failed.
  * A 2xx body is read to its end and dropped, so the connection can be reused.
  */
 class PostAnswer implements Dispatcher.DispatchHandlers {
   readonly settled: Promise<void>;
   private resolve!: () => void;
   private reject!: (error: DeliveryError) => void;
+  private done = false;
   private status = 0;
   private retryAfter: string | undefined;
   private readonly detail: Buffer[] = [];
@@ -114,9 +116,11 @@ class PostAnswer implements Dispatcher.DispatchHandlers {
     this.abortRequest?.(reason as Error);
   }
 
+  /** Called once a connection is free for the post, which may be after the signal aborted. */
   onConnect(abort: (error?: Error) => void): void {
     if (this.abortRequest === undefined) abortOnSignal(this.options.signal, this);
     this.abortRequest = abort;
+    if (this.options.signal.aborted) abort(this.options.signal.reason as Error);
   }
 
   onHeaders(status: number, headers: Buffer[]): boolean {
@@ -124,7 +128,7 @@ class PostAnswer implements Dispatcher.DispatchHandlers {
     this.status = status;
     this.span?.setAttribute('http.response.status_code', status);
     if (status >= 300) {
-      for (let i = 0; i < headers.length; i += 2) {
+      for (let i = 0; i < headers.length && this.retryAfter === undefined; i += 2) {
         if (headers[i]!.toString('latin1').toLowerCase() === 'retry-after') this.retryAfter = headers[i + 1]!.toString('latin1');
       }
     }
@@ -132,30 +136,40 @@ class PostAnswer implements Dispatcher.DispatchHandlers {
   }
 
   onData(chunk: Buffer): boolean {
-    // Four bytes a character at most: enough bytes for DETAIL_CHARS characters.
-    if (this.status >= 300 && this.detailBytes < DETAIL_CHARS * 4) {
-      this.detail.push(chunk);
-      this.detailBytes += chunk.length;
+    if (this.status < 300) return true;
+    this.detail.push(chunk);
+    this.detailBytes += chunk.length;
+    // Four bytes a character at most: enough for DETAIL_CHARS. A longer (or endless) error
+    // body is not waited for; the connection is dropped instead.
+    if (this.detailBytes >= DETAIL_CHARS * 4) {
+      this.failWithAnswer();
+      this.abortRequest?.(new Error('error answer read far enough'));
     }
     return true;
   }
 
   onComplete(): void {
-    this.finish();
-    if (this.status < 300) return this.resolve();
-    const detail = Buffer.concat(this.detail).toString('utf8').slice(0, DETAIL_CHARS);
-    this.reject(answerError(this.status, this.retryAfter, detail, this.options.what));
+    if (this.status < 300) this.settle(undefined);
+    else this.failWithAnswer();
   }
 
   /** A request that failed: refused, reset, cut off after its headers, timed out or aborted. */
   onError(error: Error): void {
-    this.finish();
     const timedOut = UNDICI_TIMEOUTS.has((error as { code?: unknown } | null)?.code);
-    this.reject(networkFailure(timedOut ? new Error(`no answer within ${this.options.timeoutMs} ms`, { cause: error }) : error, this.options.what));
+    this.settle(networkFailure(timedOut ? new Error(`no answer within ${this.options.timeoutMs} ms`, { cause: error }) : error, this.options.what));
   }
 
-  private finish(): void {
+  private failWithAnswer(): void {
+    const detail = Buffer.concat(this.detail).toString('utf8').slice(0, DETAIL_CHARS);
+    this.settle(answerError(this.status, this.retryAfter, detail, this.options.what));
+  }
+
+  private settle(error: DeliveryError | undefined): void {
+    if (this.done) return;
+    this.done = true;
     if (this.abortRequest !== undefined) postsBySignal.get(this.options.signal)?.delete(this);
+    if (error === undefined) this.resolve();
+    else this.reject(error);
   }
 }
 

@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { ThreadlineError } from '../errors.js';
+import { ThreadlineError, messageOf } from '../errors.js';
 import { runDetached } from '../session/index.js';
 import type { OperationName, SqliteOperations } from './sqlite-operations.js';
 
@@ -50,6 +50,8 @@ export class SqliteThread {
     private readonly name: string,
   ) {
     worker.on('message', (answer: BatchAnswer) => this.answered(answer));
+    // After the listener: adding a 'message' listener refs the thread's port again.
+    worker.unref();
     this.exited = new Promise((resolve) => {
       worker.once('error', (error) => this.fail(`failed: ${error.message}`));
       worker.once('exit', (code) => {
@@ -63,15 +65,19 @@ export class SqliteThread {
   static async start(path: string, retentionMs: number): Promise<SqliteThread> {
     // Created in the root context: its events must not run in whichever session started it.
     const worker = runDetached(() => spawnWorker({ path, retentionMs }));
-    const ready = await new Promise<WorkerReady>((resolve, reject) => {
-      worker.once('message', resolve);
-      worker.once('error', reject);
-    }).catch((error: unknown) => ({ error: error instanceof Error ? error.message : String(error) }));
+    const ready = await new Promise<WorkerReady>((resolve) => {
+      const settle = (outcome: WorkerReady) => {
+        worker.off('message', settle).off('error', failed).off('exit', exited);
+        resolve(outcome);
+      };
+      const failed = (error: Error) => settle({ error: `The store's thread for ${path} failed to start: ${error.message}` });
+      const exited = (code: number) => settle({ error: `The store's thread for ${path} stopped before opening it (exit code ${code})` });
+      worker.on('message', settle).on('error', failed).on('exit', exited);
+    });
     if (ready.error !== undefined) {
       await worker.terminate();
       throw new ThreadlineError('TL_STORE_FAILED', ready.error);
     }
-    worker.unref();
     return new SqliteThread(worker, path);
   }
 
@@ -88,14 +94,18 @@ export class SqliteThread {
     });
   }
 
-  /** Refuses more from now on, and resolves once what was asked before is committed and the thread has ended. */
-  close(): Promise<void> {
+  /**
+   * Refuses more from now on, and resolves once what was asked before is committed and the
+   * thread has ended; rejects with TL_STORE_FAILED if the thread failed instead.
+   */
+  async close(): Promise<void> {
     if (!this.closed) {
       this.closed = true;
       this.worker.ref(); // the process waits for the thread to end
       if (this.committing === undefined && this.queue.length === 0) this.worker.postMessage('close');
     }
-    return this.exited;
+    await this.exited;
+    if (this.failure !== undefined) throw this.failure;
   }
 
   private flush(): void {
@@ -105,10 +115,19 @@ export class SqliteThread {
 
   private post(): void {
     if (this.committing !== undefined || this.queue.length === 0) return;
-    this.committing = this.callers;
-    this.worker.postMessage(this.queue);
+    const batch = this.queue;
+    const callers = this.callers;
     this.queue = [];
     this.callers = [];
+    try {
+      this.worker.postMessage(batch);
+    } catch (error) {
+      // A value that cannot be copied to the thread: nothing of this batch was sent.
+      const refused = new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} could not be sent a batch: ${messageOf(error)}`, { cause: error });
+      for (const caller of callers) caller.reject(refused);
+      return;
+    }
+    this.committing = callers;
     this.worker.ref(); // an answer is owed: the process must wait for it
   }
 
@@ -145,6 +164,8 @@ function spawnWorker(workerData: StoreWorkerData): Worker {
   const fromSource = import.meta.url.endsWith('.ts');
   const script = new URL(fromSource ? './sqlite-worker.ts' : './sqlite-worker.js', import.meta.url);
   if (!fromSource) return new Worker(script, { workerData, execArgv: [] });
-  const bootstrap = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(script.href)}); })`;
+  // Resolved here, not in the thread: eval'd code would look for tsx from the working directory.
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const bootstrap = `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(script.href)}); })`;
   return new Worker(bootstrap, { eval: true, workerData, execArgv: [] });
 }

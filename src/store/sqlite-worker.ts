@@ -39,10 +39,16 @@ port.on('message', (message: Batch | 'close') => {
       try {
         answer.results[i] = operations[name]!(...args);
       } catch (error) {
-        answer.errors![i] = messageOf(error);
+        answer.errors![i] = describe(error);
       }
     }
   }
   port.postMessage(answer);
 });
 port.postMessage({} satisfies WorkerReady);
+
+/** An error crosses to the event loop as text: SQLite's own code is kept in it. */
+function describe(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? `${messageOf(error)} (${code})` : messageOf(error);
+}

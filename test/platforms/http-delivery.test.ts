@@ -65,6 +65,33 @@ describe('HttpPoster', () => {
     server?.closeAllConnections();
   });
 
+  it('aborts a post still waiting for a free connection, which then never goes out', async () => {
+    let requests = 0;
+    const url = await serve(() => void requests++); // never answers: the pool's 256 connections stay busy
+    const stopping = new AbortController();
+    const poster = new HttpPoster();
+    const pending = Array.from({ length: 257 }, () => poster.post(url, '{}', { ...options, signal: stopping.signal }).catch((e: unknown) => e));
+    while (requests < 256) await new Promise((resolve) => setTimeout(resolve, 10));
+    stopping.abort(new Error('the gateway is stopping'));
+    const errors = (await Promise.all(pending)) as DeliveryError[];
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(errors.every((error) => error instanceof DeliveryError && error.retryable && error.message.includes('the gateway is stopping'))).toBe(true);
+    expect(requests).toBe(256);
+    server?.closeAllConnections();
+  });
+
+  it('fails an error answer once it has read enough of its body, without waiting for an endless one', async () => {
+    const url = await serve((_request, response) => {
+      response.writeHead(503, { 'retry-after': '7' });
+      const timer = setInterval(() => response.write('busy '.repeat(200)), 20);
+      response.on('close', () => clearInterval(timer));
+    });
+    const error = (await new HttpPoster().post(url, '{}', options).catch((e: unknown) => e)) as DeliveryError;
+    expect([error instanceof DeliveryError, error.retryable, error.retryAfterMs]).toEqual([true, true, 7000]);
+    expect(error.message).toBe(`test receiver answered 503: ${'busy '.repeat(60).slice(0, 300)}`);
+    server?.closeAllConnections();
+  });
+
   it('fails at once, retryably, when its signal is already aborted', async () => {
     let requests = 0;
     const url = await serve((_request, response) => {

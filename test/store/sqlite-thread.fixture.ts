@@ -1,7 +1,14 @@
-// Opens a store, waits for one write and leaves it open: the process must wait for the
-// answer it is owed, then end by itself once the store's thread is idle.
+// Opens a store and leaves it open. `idle`: asks nothing. `writes`: waits for one write,
+// then, the thread idle again, for a read. Either way the process must wait for every
+// answer it is owed, then end by itself.
 import { SqliteStore } from '../../src/store/sqlite-store.js';
 
-const store = await SqliteStore.open(process.argv[2]!);
-await store.messages.append({ id: 'm-1', routing: JSON.parse(process.argv[3]!), text: 'kept', receivedAt: 1 });
-console.log('appended');
+const [path, mode, routing] = process.argv.slice(2) as [string, 'idle' | 'writes', string];
+const store = await SqliteStore.open(path);
+if (mode === 'writes') {
+  await store.messages.append({ id: 'm-1', routing: JSON.parse(routing), text: 'kept', receivedAt: 1 });
+  await new Promise((resolve) => setImmediate(resolve));
+  console.log(`pending ${(await store.messages.pending()).length}`);
+} else {
+  console.log('opened');
+}

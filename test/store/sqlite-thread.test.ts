@@ -14,6 +14,13 @@ const tempDir = useTempDir('sqlite-thread');
 describe('SqliteThread', () => {
   it('commits the calls of one event-loop turn together and the next turn behind them, in order', async () => {
     const thread = await SqliteThread.start(join(tempDir(), 'order.db'), 60_000);
+    const worker = (thread as unknown as { worker: { postMessage(batch: unknown): void } }).worker;
+    const posted: unknown[] = [];
+    const post = worker.postMessage.bind(worker);
+    worker.postMessage = (batch) => {
+      posted.push(batch);
+      post(batch);
+    };
     const routing = JSON.stringify(webhookOrigin('c:1', 'tl_session'));
     const first = [thread.call('appendMessage', 'm-1', routing, 'a', 1), thread.call('pendingMessages')];
     await new Promise((resolve) => setImmediate(resolve)); // the first batch is being committed
@@ -22,6 +29,11 @@ describe('SqliteThread', () => {
     const [, , seenSecond] = await Promise.all(second);
     expect((seenFirst as { id: string }[]).map((row) => row.id)).toEqual(['m-1']);
     expect((seenSecond as { id: string }[]).map((row) => row.id)).toEqual(['m-2']);
+    // One batch a turn: each committed in one transaction.
+    expect(posted.map((batch) => (batch as unknown[]).map((call) => (call as unknown[])[0]))).toEqual([
+      ['appendMessage', 'pendingMessages'],
+      ['appendMessage', 'completeMessage', 'pendingMessages'],
+    ]);
     await thread.close();
   });
 
@@ -35,20 +47,30 @@ describe('SqliteThread', () => {
       expect((error as ThreadlineError).code).toBe('TL_STORE_FAILED');
       expect((error as ThreadlineError).message).toMatch(/dies\.db stopped .*restart the gateway/);
     }
+    await expect(thread.close()).rejects.toThrow(/dies\.db stopped/);
   });
 
-  it('lets the process end by itself once its thread is idle, after the answer it was owed', async () => {
-    const path = join(tempDir(), 'process.db');
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/store/sqlite-thread.fixture.ts', path, JSON.stringify(webhookOrigin('c:1', 'tl_session'))], {
+  async function runFixture(mode: 'idle' | 'writes', path: string): Promise<{ code: number | null; stdout: string }> {
+    const routing = JSON.stringify(webhookOrigin('c:1', 'tl_session'));
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/store/sqlite-thread.fixture.ts', path, mode, routing], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    expect({ code, stdout: stdout.trim() }).toEqual({ code: 0, stdout: 'appended' });
+    return { code, stdout: stdout.trim() };
+  }
+
+  it('keeps the process alive for every answer it owes, even after being idle, and no longer', async () => {
+    const path = join(tempDir(), 'process.db');
+    expect(await runFixture('writes', path)).toEqual({ code: 0, stdout: 'pending 1' });
     const store = await SqliteStore.open(path);
     expect((await store.messages.pending()).map((message) => message.text)).toEqual(['kept']);
     await store.close();
+  }, 20_000);
+
+  it('does not keep the process alive when opened and never used', async () => {
+    expect(await runFixture('idle', join(tempDir(), 'idle.db'))).toEqual({ code: 0, stdout: 'opened' });
   }, 20_000);
 });
