@@ -97,14 +97,22 @@ function median(values: number[]): number {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
-async function memoryGrowth(): Promise<{ growth: number; rssGrowth: number; seconds: number; messages: number }> {
+/** What bench/gateway/memory.ts prints, in MB and seconds. */
+interface MemoryResult {
+  readonly growth: number;
+  readonly rssGrowth: number;
+  readonly seconds: number;
+  readonly messages: number;
+}
+
+async function memoryGrowth(): Promise<MemoryResult> {
   const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', 'bench/gateway/memory.ts', String(MEMORY_MESSAGES)], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let last = '';
   for await (const line of createInterface({ input: child.stdout! })) last = line;
-  return JSON.parse(last) as { growth: number; rssGrowth: number; seconds: number; messages: number };
+  return JSON.parse(last) as MemoryResult;
 }
 
 const sink = await startSink();

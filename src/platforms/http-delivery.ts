@@ -41,27 +41,24 @@ export class HttpPoster {
     span?.setAttributes({ 'http.request.method': 'POST', 'url.full': `${url.origin}${url.pathname}`, 'server.address': url.hostname });
     return context.with(suppressTracing(context.active()), () => {
       const answer = new PostAnswer(options, span);
+      // dispatch() hands its own failures (a closed pool, bad options) to answer.onError.
       if (options.signal.aborted) answer.onError(options.signal.reason as Error);
       else {
-        try {
-          this.dispatcher.dispatch(
-            {
-              origin: url.origin,
-              path: `${url.pathname}${url.search}`,
-              method: 'POST',
-              headers: options.headers,
-              body,
-              // No answer, or a body stalled, for this long. undici's own timers, not an
-              // AbortSignal.timeout per request: combining signals cost about 20 µs a request
-              // on Node 20, and its timers tick about once a second, which is fine at seconds.
-              headersTimeout: options.timeoutMs,
-              bodyTimeout: options.timeoutMs,
-            },
-            answer,
-          );
-        } catch (error) {
-          answer.onError(error as Error);
-        }
+        this.dispatcher.dispatch(
+          {
+            origin: url.origin,
+            path: `${url.pathname}${url.search}`,
+            method: 'POST',
+            headers: options.headers,
+            body,
+            // No answer, or a body stalled, for this long. undici's own timers, not an
+            // AbortSignal.timeout per request: combining signals cost about 20 µs a request
+            // on Node 20, and its timers tick about once a second, which is fine at seconds.
+            headersTimeout: options.timeoutMs,
+            bodyTimeout: options.timeoutMs,
+          },
+          answer,
+        );
       }
       return answer.settled;
     });
