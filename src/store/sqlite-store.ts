@@ -117,20 +117,22 @@ function homeChannels(thread: SqliteThread): HomeChannels {
 
 function conversations(thread: SqliteThread): Conversations {
   // Every message asks for its conversation's epoch, and this process is the store's only
-  // writer, so known epochs are answered from memory without waiting for a commit. Bounded:
-  // the oldest entries are forgotten and read again when needed.
-  const known = new Map<string, number>();
-  const remember = (key: string, epoch: number): number => {
+  // writer, so known epochs are answered from memory without waiting for a commit. A read
+  // under way is shared too: a later message of a cold conversation must not overtake an
+  // earlier one still waiting for the same read. Bounded: the oldest entries are forgotten
+  // and read again when needed; a failed read is forgotten at once.
+  const known = new Map<string, Promise<number>>();
+  const remember = (key: string, epoch: Promise<number>): Promise<number> => {
     known.delete(key);
     known.set(key, epoch);
     if (known.size > EPOCH_CACHE_SIZE) known.delete(known.keys().next().value!);
+    epoch.catch(() => {
+      if (known.get(key) === epoch) known.delete(key);
+    });
     return epoch;
   };
   return {
-    epoch: (key) => {
-      const epoch = known.get(key);
-      return epoch !== undefined ? Promise.resolve(epoch) : thread.call('epoch', key).then((read) => remember(key, read));
-    },
-    next: async (key) => remember(key, await thread.call('nextEpoch', key)),
+    epoch: (key) => known.get(key) ?? remember(key, thread.call('epoch', key)),
+    next: (key) => remember(key, thread.call('nextEpoch', key)),
   };
 }

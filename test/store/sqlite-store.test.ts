@@ -164,4 +164,18 @@ describe('SqliteStore failures and round trips', () => {
     expect(await store.outbox.pendingCount()).toBe(0);
     await store.close();
   });
+
+  it('answers a cold conversation\'s epoch in the order it was asked, so messages of one chat keep their order', async () => {
+    const store = await SqliteStore.open(':memory:');
+    const answered: string[] = [];
+    const first = store.conversations.epoch('cold');
+    // Let the first read go to the store's thread, so the second would be a read of its own.
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = store.conversations.epoch('cold').then(() => answered.push('second'));
+    await first;
+    const third = store.conversations.epoch('cold').then(() => answered.push('third'));
+    await Promise.all([second, third]);
+    expect(answered).toEqual(['second', 'third']);
+    await store.close();
+  });
 });
