@@ -5,6 +5,7 @@
 import { readGatewayConfig } from '../gateway/gateway-config.js';
 import { startGateway, type RunningGateway } from '../gateway/start-gateway.js';
 import { exitOnStartupError } from '../startup-failure.js';
+import { stopThenExit } from './stop-then-exit.js';
 import { createLogger, describeExporter } from '../telemetry/index.js';
 import { telemetry } from '../telemetry/register.js';
 
@@ -26,9 +27,7 @@ async function stop(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   logger.info({ signal }, 'stopping: intake closed, finishing work');
-  await running.stop();
-  await telemetry.shutdown();
-  process.exit(0);
+  await stopThenExit(running, telemetry, logger);
 }
 process.once('SIGTERM', () => void stop('SIGTERM'));
 process.once('SIGINT', () => void stop('SIGINT'));

@@ -8,6 +8,7 @@ import { getSession, recordFailure, runDetached, runResumed, type RoutingSnapsho
 import type { DeliveryKind, Destination, Store, StoredDelivery } from '../store/store.js';
 import { BackgroundWrites } from './background-writes.js';
 import { backoffMs, type BackoffOptions } from './backoff.js';
+import { settledBy } from './deadline.js';
 import type { Target } from './delivery-target.js';
 import { destinationOf, routingMismatch } from './misroute-guard.js';
 
@@ -123,19 +124,14 @@ export class Deliveries {
   }
 
   /**
-   * Stops retrying and gives sends under way up to `graceMs` to finish; then aborts the rest,
-   * which stay pending in the outbox and are sent again at the next start. Resolves once the
-   * records of sent deliveries have committed too.
+   * Stops retrying and lets sends under way finish until `deadline` (ms since the epoch); then
+   * aborts every send still waiting, the turns' too: they stay pending in the outbox and are
+   * sent again at the next start. Resolves once the records of sent deliveries have committed.
    */
-  async stop(graceMs: number): Promise<void> {
+  async stop(deadline: number): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    let grace: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled([...this.inFlight]),
-      new Promise((resolve) => (grace = setTimeout(resolve, graceMs))),
-    ]);
-    clearTimeout(grace);
+    await settledBy(Promise.allSettled([...this.inFlight]), deadline);
     this.shutdown.abort(new Error('the gateway is stopping'));
     await Promise.allSettled([...this.inFlight]);
     await this.writes.drained();
@@ -266,7 +262,10 @@ export class Deliveries {
     try {
       const free = this.options.maxInFlight - this.sending.size;
       if (free > 0) {
-        for (const delivery of await this.store.outbox.due(Date.now(), free, this.sending)) this.track(this.retry(delivery));
+        const due = await this.store.outbox.due(Date.now(), free, this.sending);
+        // stop() may have begun while the store answered: what is due waits for the next start.
+        if (this.stopped) return;
+        for (const delivery of due) this.track(this.retry(delivery));
       }
       const next = await this.store.outbox.nextDueAt();
       if (next !== undefined) this.wake(Math.max(next, Date.now() + 50));

@@ -21,6 +21,7 @@ import {
 } from '../session/index.js';
 import type { Store, StoredMessage } from '../store/store.js';
 import { BackgroundWrites } from './background-writes.js';
+import { settledBy } from './deadline.js';
 import { Deliveries, type DeliveryOptions } from './deliveries.js';
 import { timeOrderedId } from './message-id.js';
 import { destinationOf } from './misroute-guard.js';
@@ -54,6 +55,8 @@ interface MessageJob {
 }
 
 const tracer = trace.getTracer('threadline');
+/** How long turns aborted at the shutdown deadline get to return before the store closes. */
+const ABORTED_TURNS_GRACE_MS = 1_000;
 
 /**
  * The pipeline: accepts a platform's message durably, runs its turn in order within its
@@ -68,8 +71,9 @@ export class Gateway implements Intake {
   private accepting = false;
   /** Set once stop() aborts running turns: those are left to run again at the next start. */
   private closing = false;
-  /** Accepts between the room check and the queue: counted so capacity holds. */
+  /** Accepts between the room check and the queue: counted so capacity holds and stop() waits for them. */
   private accepts = 0;
+  private readonly acceptsSettledWaiters: (() => void)[] = [];
 
   constructor(private readonly options: GatewayOptions) {
     const platforms = new Map(options.platforms.map((platform) => [platform.name, platform]));
@@ -88,9 +92,11 @@ export class Gateway implements Intake {
 
   async accept(message: InboundMessage, inbound: InboundTrace): Promise<AcceptedMessage> {
     if (!this.accepting) throw new ThreadlineError('TL_SHUTTING_DOWN', 'The gateway is stopping; retry later');
-    // /stop is let in even when the queue is full: that is when it is needed most.
+    // /stop is let in past a full queue, when it is needed most, but only into a reserve as
+    // large as the concurrency: a flood of /stop is refused like anything else.
     const stop = commandOf(message.text) === '/stop';
-    if (!stop && this.scheduler.size + this.accepts >= this.options.queueCapacity) {
+    const room = this.options.queueCapacity + (stop ? this.options.concurrency : 0);
+    if (this.scheduler.size + this.accepts >= room) {
       throw new ThreadlineError('TL_INTAKE_FULL', `The intake queue holds ${this.options.queueCapacity} messages; retry later`);
     }
     this.accepts++;
@@ -113,7 +119,7 @@ export class Gateway implements Intake {
       this.scheduler.offer({ id, sessionId: session.sessionId, session, key, text: message.text, context: jobContext, span, routing }, true);
       return { messageId: id, sessionId: session.sessionId, traceId: span.spanContext().traceId };
     } finally {
-      this.accepts--;
+      if (--this.accepts === 0) for (const resolve of this.acceptsSettledWaiters.splice(0)) resolve();
     }
   }
 
@@ -142,20 +148,31 @@ export class Gateway implements Intake {
   }
 
   /**
-   * Stops intake and lets queued and running turns finish, up to `timeoutMs`; then aborts
-   * the turns still running (their `signal`) and starts no more. What did not finish stays
-   * in the store and runs again at the next start. Then waits for the records of finished
-   * turns to commit and stops the delivery loop.
+   * Stops intake and lets queued and running turns, and sends under way, finish until
+   * `timeoutMs` from now: one deadline for the whole stop. Then aborts the turns still running
+   * (their `signal`) and the sends still waiting (they stay in the outbox), and gives the
+   * aborted turns up to a second to return; one that ignores its signal is left behind. What
+   * did not finish stays in the store and runs again at the next start. Resolves once the
+   * records of finished work have committed.
    */
   async stop(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
     this.accepting = false;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.scheduler.idle(), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
-    clearTimeout(timer);
+    // An accept already past the intake check answers 202, so its message runs like any queued one.
+    await settledBy(this.acceptsSettled(), deadline);
+    await settledBy(this.scheduler.idle(), deadline);
     this.closing = true;
-    await this.scheduler.close('the gateway is stopping');
+    const turnsReturned = this.scheduler.close('the gateway is stopping');
+    await this.deliveries.stop(deadline);
+    if (!(await settledBy(turnsReturned, Date.now() + ABORTED_TURNS_GRACE_MS))) {
+      this.options.logger.error('a turn ignored its abort signal at shutdown; its message runs again at the next start');
+    }
     await this.writes.drained();
-    await this.deliveries.stop(timeoutMs);
+  }
+
+  private acceptsSettled(): Promise<void> {
+    if (this.accepts === 0) return Promise.resolve();
+    return new Promise((resolve) => this.acceptsSettledWaiters.push(resolve));
   }
 
   private async sessionFor(input: InboundMessage['session']): Promise<{ session: Session; key: string }> {

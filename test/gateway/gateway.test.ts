@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Agent } from '../../src/agent/agent.js';
 import { EchoAgent } from '../../src/agent/echo-agent.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import type { OutboundMessage, Platform } from '../../src/platforms/platform.js';
@@ -10,7 +11,7 @@ import { inboundContext } from '../../src/session/index.js';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
 import type { Store } from '../../src/store/store.js';
 import { installTestTelemetry } from '../../src/testing/index.js';
-import { until } from '../helpers/gateway.js';
+import { until, webhookOrigin } from '../helpers/gateway.js';
 
 installTestTelemetry();
 
@@ -38,19 +39,27 @@ function withBookkeeping(store: Store, write: BookkeepingWrite): Store {
   };
 }
 
-function gatewayWith(store: Store, sent: OutboundMessage[], log: string[] = []): Gateway {
+/** What a test changes in the gateway: its agent, or how its platform sends. */
+interface Overrides {
+  readonly agent?: Agent;
+  readonly send?: Platform['send'];
+}
+
+function gatewayWith(store: Store, sent: OutboundMessage[], log: string[] = [], overrides: Overrides = {}): Gateway {
   const sink: Platform = {
     name: 'webhook',
     register: () => {},
-    send: async (message) => {
-      sent.push(message);
-    },
+    send:
+      overrides.send ??
+      (async (message) => {
+        sent.push(message);
+      }),
     describe: () => 'test sink',
   };
   return new Gateway({
     store,
     platforms: [sink],
-    agent: new EchoAgent(),
+    agent: overrides.agent ?? new EchoAgent(),
     logger: pino({ level: 'error' }, { write: (line: string) => void log.push(line) }),
     concurrency: 1,
     queueCapacity: 100,
@@ -78,7 +87,7 @@ async function pendingIds(store: Store): Promise<string[]> {
   return (await store.messages.pending()).map((message) => message.id);
 }
 
-function send(gateway: Gateway, chatId: string, text: string) {
+function sendText(gateway: Gateway, chatId: string, text: string) {
   return gateway.accept({ session: { platform: 'webhook', chatType: 'dm', chatId }, text }, inboundContext({}));
 }
 
@@ -87,8 +96,8 @@ describe('Gateway turns', () => {
     const { held, open } = gate();
     const { store, sent, gateway } = await harness((_kind, _id, commit) => held.then(commit));
     await gateway.start();
-    await send(gateway, 'a', 'first');
-    await send(gateway, 'b', 'second');
+    await sendText(gateway, 'a', 'first');
+    await sendText(gateway, 'b', 'second');
     // One slot: the second turn runs only if the first let go before its records committed.
     await until(() => sent.length === 2, 3_000);
     expect(sent.map((message) => message.text)).toEqual(['first', 'second']);
@@ -101,7 +110,7 @@ describe('Gateway turns', () => {
     const { held, open } = gate();
     const { store, sent, gateway } = await harness((kind, _id, commit) => (kind === gated ? held.then(commit) : commit()));
     await gateway.start();
-    await send(gateway, 'a', 'hello');
+    await sendText(gateway, 'a', 'hello');
     await until(() => sent.length === 1);
     let stopped = false;
     const stopping = gateway.stop(1_000).then(() => (stopped = true));
@@ -120,7 +129,7 @@ describe('Gateway turns', () => {
       kind === 'markDone' ? commit() : Promise.reject(new Error('disk full')),
     );
     await failing.start();
-    const accepted = await send(failing, 'a', 'once');
+    const accepted = await sendText(failing, 'a', 'once');
     await until(() => sent.length === 1);
     await failing.stop(1_000);
     expect(log.join('')).toContain('could not record message as finished');
@@ -140,7 +149,7 @@ describe('Gateway turns', () => {
       return commit();
     });
     await throwing.start();
-    const accepted = await send(throwing, 'a', 'kept');
+    const accepted = await sendText(throwing, 'a', 'kept');
     await until(() => log.join('').includes('could not finish message'));
     await throwing.stop(1_000);
     expect(await pendingIds(store)).toEqual([accepted.messageId]);
@@ -151,7 +160,7 @@ describe('Gateway turns', () => {
     const { held, open } = gate();
     const { store, sent, gateway } = await harness((kind, _id, commit) => (kind === 'markDone' ? held.then(commit) : commit()));
     await gateway.start();
-    await send(gateway, 'a', 'once');
+    await sendText(gateway, 'a', 'once');
     await until(() => sent.length === 1);
     // As after a send slower than its lease: the row is due again, and the retry loop runs.
     await gateway.deliveries.start();
@@ -161,6 +170,99 @@ describe('Gateway turns', () => {
     open();
     await gateway.stop(1_000);
     expect(await store.outbox.pendingCount()).toBe(0);
+    await store.close();
+  });
+});
+
+describe('Gateway stop', () => {
+  /** Resolves once stop() has run for `ms`, so a hanging stop fails the test instead of its timeout. */
+  async function stopWithin(gateway: Gateway, timeoutMs: number, limitMs: number): Promise<number> {
+    const started = Date.now();
+    const stopped = gateway.stop(timeoutMs).then(() => Date.now() - started);
+    const tooLate = new Promise<number>((resolve) => setTimeout(resolve, limitMs, Number.POSITIVE_INFINITY));
+    return Promise.race([stopped, tooLate]);
+  }
+
+  it('keeps to its deadline when a send never answers; the reply and the message wait for the next start', async () => {
+    const store = await sqliteStore();
+    const sends: string[] = [];
+    // A platform that accepts the connection and never answers: only the shutdown signal ends the send.
+    const send: Platform['send'] = (message, signal) => {
+      sends.push(message.id);
+      return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+    };
+    const gateway = gatewayWith(store, [], [], { send });
+    await gateway.start();
+    await sendText(gateway, 'a', 'hello');
+    await until(() => sends.length === 1);
+    expect(await stopWithin(gateway, 300, 5_000)).toBeLessThan(300 + 1_000);
+    expect(await store.outbox.pendingCount()).toBe(1);
+    expect(await pendingIds(store)).toHaveLength(1);
+    await store.close();
+  });
+
+  it('does not wait for a turn that ignores its abort signal, and says so', async () => {
+    const store = await sqliteStore();
+    const log: string[] = [];
+    let started = false;
+    const agent: Agent = {
+      handle: () => {
+        started = true;
+        return new Promise(() => {});
+      },
+    };
+    const gateway = gatewayWith(store, [], log, { agent });
+    await gateway.start();
+    await sendText(gateway, 'a', 'hello');
+    await until(() => started);
+    expect(await stopWithin(gateway, 200, 5_000)).toBeLessThan(200 + 1_500);
+    expect(await pendingIds(store)).toHaveLength(1);
+    expect(log.join('')).toContain('ignored its abort signal');
+    await store.close();
+  });
+
+  it('runs a message whose accept was under way when stop began, instead of answering 202 and leaving it', async () => {
+    const store = await sqliteStore();
+    const { held, open } = gate();
+    const slowAppend: Store = { ...store, close: () => store.close(), messages: { ...store.messages, append: (message) => held.then(() => store.messages.append(message)) } };
+    const sent: OutboundMessage[] = [];
+    const gateway = gatewayWith(slowAppend, sent);
+    await gateway.start();
+    const accepted = sendText(gateway, 'a', 'in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const stopped = gateway.stop(2_000);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    open();
+    await accepted;
+    await stopped;
+    expect(sent.map((message) => message.text)).toEqual(['in time']);
+    expect(await pendingIds(store)).toEqual([]);
+    await store.close();
+  });
+
+  it('starts no retry once stop has begun, even one the store was still looking up', async () => {
+    const store = await sqliteStore();
+    await store.outbox.add(
+      { id: 'left/1', kind: 'reply', destination: { platform: 'webhook', chatId: 'a' }, text: 'left over', origin: webhookOrigin('a', 's'), attempts: 0, createdAt: 0 },
+      0,
+    );
+    const { held, open } = gate();
+    let lookups = 0;
+    const slowLookup: Store = {
+      ...store,
+      close: () => store.close(),
+      outbox: { ...store.outbox, due: (...args) => (++lookups, held.then(() => store.outbox.due(...args))) },
+    };
+    const sent: OutboundMessage[] = [];
+    const gateway = gatewayWith(slowLookup, sent);
+    await gateway.start();
+    await until(() => lookups === 1);
+    const stopped = gateway.stop(1_000);
+    open();
+    await stopped;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(sent).toEqual([]);
+    expect(await store.outbox.pendingCount()).toBe(1);
     await store.close();
   });
 });

@@ -110,6 +110,18 @@ describe('POST /v1/messages', () => {
     agent.release();
   });
 
+  it('lets /stop past a full queue only into a reserve as large as the concurrency', async () => {
+    const agent = heldAgent();
+    const g = await start({ THREADLINE_QUEUE_CAPACITY: '1', THREADLINE_CONCURRENCY: '1' }, agent);
+    expect((await g.send({ chat_id: 'c', text: 'long' })).status).toBe(202);
+    // Other chats: their /stop aborts nothing and waits behind the held turn.
+    expect((await g.send({ chat_id: 'd', text: '/stop' })).status).toBe(202);
+    const refused = await g.send({ chat_id: 'e', text: '/stop' });
+    expect(refused.status).toBe(429);
+    expect(refused.body['code']).toBe('TL_INTAKE_FULL');
+    agent.release();
+  });
+
   it('runs the messages of one session in order and sessions concurrently', async () => {
     const g = await start({ THREADLINE_CONCURRENCY: '8' });
     await Promise.all(
