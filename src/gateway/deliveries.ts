@@ -116,10 +116,13 @@ export class Deliveries {
     });
   }
 
-  /** Starts the retry loop; pending deliveries left by a previous process are sent at once. */
+  /**
+   * Starts the retry loop. Deliveries a previous process was sending when it ended are sent
+   * at once; those waiting for a retry keep their time.
+   */
   async start(): Promise<void> {
     const now = Date.now();
-    await this.store.outbox.releaseAll(now);
+    await this.store.outbox.releaseLeases(now);
     this.wake(now);
   }
 
@@ -210,14 +213,14 @@ export class Deliveries {
     } catch (thrown) {
       const error = thrown instanceof DeliveryError ? thrown : networkFailure(thrown, delivery.destination.platform);
       recordFailure(span, error);
-      if (error.retryable && attempt < this.options.maxAttempts && !this.stopped) {
+      if (error.retryable && this.shutdown.signal.aborted) {
+        // Cut off by stop(), not refused by the platform: the row keeps its lease, which the
+        // next start releases, and no attempt is counted.
+      } else if (error.retryable && attempt < this.options.maxAttempts) {
         const dueAt = Date.now() + backoffMs(attempt, this.options.backoff, error.retryAfterMs);
         await this.store.outbox.retryAt(delivery.id, dueAt, error.message);
         this.stats.retried++;
         this.wake(dueAt);
-      } else if (error.retryable && this.stopped) {
-        // Left pending for the next start instead of being given up.
-        await this.store.outbox.retryAt(delivery.id, Date.now(), error.message);
       } else {
         await this.store.outbox.markFailed(delivery.id, error.message);
         this.stats.failed++;

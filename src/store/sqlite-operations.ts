@@ -21,7 +21,8 @@ CREATE TABLE IF NOT EXISTS deliveries (
   attempts INTEGER NOT NULL DEFAULT 0,
   due_at INTEGER NOT NULL,
   last_error TEXT,
-  created_at INTEGER NOT NULL
+  created_at INTEGER NOT NULL,
+  leased INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, due_at);
 CREATE INDEX IF NOT EXISTS deliveries_done ON deliveries (created_at) WHERE status = 'done';
@@ -70,6 +71,7 @@ export function openDatabase(path: string): Database.Database {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.exec(SCHEMA);
+    addLeasedColumn(db);
     return db;
   } catch (error) {
     throw new ThreadlineError(
@@ -78,6 +80,15 @@ export function openDatabase(path: string): Database.Database {
       { cause: error },
     );
   }
+}
+
+/**
+ * Stores written before deliveries had a `leased` flag get it, set on every row: the next
+ * start then makes them all due at once, as those versions did.
+ */
+function addLeasedColumn(db: Database.Database): void {
+  const columns = db.prepare<[], { name: string }>('PRAGMA table_info(deliveries)').all();
+  if (!columns.some((column) => column.name === 'leased')) db.exec('ALTER TABLE deliveries ADD COLUMN leased INTEGER NOT NULL DEFAULT 1');
 }
 
 /**
@@ -91,13 +102,14 @@ export function sqliteOperations(db: Database.Database, retentionMs: number) {
   const removeMessage = statement('DELETE FROM messages WHERE id = ?');
   const pendingMessages = statement<MessageRow>('SELECT id, routing, text, received_at FROM messages ORDER BY received_at, rowid');
   const addDelivery = statement(
-    `INSERT OR IGNORE INTO deliveries (id, kind, destination, text, in_reply_to, origin, status, attempts, due_at, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)`,
+    `INSERT OR IGNORE INTO deliveries (id, kind, destination, text, in_reply_to, origin, status, attempts, due_at, created_at, leased)
+     VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, 1)`,
   );
   const markDone = statement(`UPDATE deliveries SET status = 'done', attempts = attempts + 1, last_error = NULL WHERE id = ?`);
-  const lease = statement(`UPDATE deliveries SET due_at = ? WHERE id = ?`);
-  const releaseAll = statement(`UPDATE deliveries SET due_at = ? WHERE status = 'pending'`);
-  const retryAt = statement(`UPDATE deliveries SET attempts = attempts + 1, due_at = ?, last_error = ? WHERE id = ?`);
+  // A leased row is being sent (due_at is when the lease ends); one waiting for its retry is not.
+  const lease = statement(`UPDATE deliveries SET due_at = ?, leased = 1 WHERE id = ?`);
+  const releaseLeases = statement(`UPDATE deliveries SET due_at = ?, leased = 0 WHERE status = 'pending' AND leased = 1`);
+  const retryAt = statement(`UPDATE deliveries SET attempts = attempts + 1, due_at = ?, last_error = ?, leased = 0 WHERE id = ?`);
   const markFailed = statement(`UPDATE deliveries SET status = 'failed', attempts = attempts + 1, last_error = ? WHERE id = ?`);
   const due = statement<DeliveryRow>(
     `SELECT id, kind, destination, text, in_reply_to, origin, attempts, created_at FROM deliveries
@@ -141,8 +153,8 @@ export function sqliteOperations(db: Database.Database, retentionMs: number) {
     lease(id: string, until: number): void {
       lease.run(until, id);
     },
-    releaseAll(now: number): void {
-      releaseAll.run(now);
+    releaseLeases(now: number): void {
+      releaseLeases.run(now);
     },
     retryAt(id: string, dueAt: number, error: string): void {
       retryAt.run(dueAt, error.slice(0, 1000), id);

@@ -83,7 +83,7 @@ function outbox(thread: SqliteThread): Outbox {
       ),
     markDone: (id) => thread.call('markDone', id, Date.now()),
     lease: (id, until) => thread.call('lease', id, until),
-    releaseAll: (now) => thread.call('releaseAll', now),
+    releaseLeases: (now) => thread.call('releaseLeases', now),
     retryAt: (id, dueAt, error) => thread.call('retryAt', id, dueAt, error),
     markFailed: (id, error) => thread.call('markFailed', id, error),
     due: async (now, limit, skip) => (await thread.call('due', now, limit, [...skip])).map(toDelivery),

@@ -55,14 +55,17 @@ export interface Outbox {
   /** Writes a pending delivery; false when one with this id exists already (a replayed turn). */
   add(delivery: StoredDelivery, dueAt: number): Promise<boolean>;
   markDone(id: string): Promise<void>;
-  /** Moves a pending delivery's due time, so one being sent is not picked up again. */
+  /** Leases a pending delivery being sent until `until`, so it is not picked up again meanwhile. `add` leases too. */
   lease(id: string, until: number): Promise<void>;
-  /** Counts an attempt and sets when to try again. */
+  /** Counts an attempt and sets when to try again; ends the lease. */
   retryAt(id: string, dueAt: number, error: string): Promise<void>;
   /** Gives up: kept for inspection with its last error, never retried. */
   markFailed(id: string, error: string): Promise<void>;
-  /** Makes every pending delivery due at `now`: at start-up nothing is being sent any more. */
-  releaseAll(now: number): Promise<void>;
+  /**
+   * Makes every leased delivery due at `now`: at start-up nothing is being sent any more. One
+   * waiting for its retry keeps its time, so a platform's Retry-After outlives a restart.
+   */
+  releaseLeases(now: number): Promise<void>;
   /** Pending deliveries due by `now`, oldest first, excluding `skip` (ones being sent). */
   due(now: number, limit: number, skip: ReadonlySet<string>): Promise<StoredDelivery[]>;
   /** The earliest due time of any pending delivery, for the retry timer. */

@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
 import { EchoAgent } from '../../src/agent/echo-agent.js';
+import { DeliveryError } from '../../src/errors.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import type { OutboundMessage, Platform } from '../../src/platforms/platform.js';
 import { inboundContext } from '../../src/session/index.js';
@@ -264,5 +265,64 @@ describe('Gateway stop', () => {
     expect(sent).toEqual([]);
     expect(await store.outbox.pendingCount()).toBe(1);
     await store.close();
+  });
+
+  it('keeps a Retry-After across a restart: a throttled delivery is not sent again at start-up', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'threadline-gateway-'));
+    dirs.push(dir);
+    const path = join(dir, 'test.db');
+    const first = await SqliteStore.open(path);
+    let refusals = 0;
+    const throttled: Platform['send'] = async () => {
+      refusals++;
+      throw new DeliveryError('429 Too Many Requests', { retryable: true, retryAfterMs: 3_600_000 });
+    };
+    const before = gatewayWith(first, [], [], { send: throttled });
+    await before.start();
+    await sendText(before, 'a', 'later');
+    await until(() => refusals === 1);
+    await before.stop(1_000);
+    await first.close();
+
+    const second = await SqliteStore.open(path);
+    const sent: OutboundMessage[] = [];
+    const after = gatewayWith(second, sent);
+    await after.start();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(sent).toEqual([]);
+    expect(await second.outbox.nextDueAt()).toBeGreaterThan(Date.now() + 3_500_000);
+    await after.stop(1_000);
+    await second.close();
+  });
+
+  it('sends a delivery cut off by stop at the next start, without counting the cut-off as an attempt', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'threadline-gateway-'));
+    dirs.push(dir);
+    const path = join(dir, 'test.db');
+    const first = await SqliteStore.open(path);
+    let sends = 0;
+    const silent: Platform['send'] = (_message, signal) => {
+      sends++;
+      return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+    };
+    const before = gatewayWith(first, [], [], { send: silent });
+    await before.start();
+    await sendText(before, 'a', 'cut off');
+    await until(() => sends === 1);
+    await before.stop(100);
+    const [left] = await first.outbox.due(Date.now() + 3_600_000, 10, new Set());
+    expect(left?.attempts).toBe(0);
+    await first.close();
+
+    const second = await SqliteStore.open(path);
+    const sent: OutboundMessage[] = [];
+    const after = gatewayWith(second, sent);
+    await after.start();
+    await until(() => sent.length >= 1);
+    await after.stop(1_000);
+    // The turn runs again too, and its reply keeps its id: one send.
+    expect(sent.map((message) => message.text)).toEqual(['cut off']);
+    expect(await second.outbox.pendingCount()).toBe(0);
+    await second.close();
   });
 });

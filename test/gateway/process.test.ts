@@ -60,8 +60,11 @@ describe('the gateway process', () => {
     const env = {
       THREADLINE_DATA_DIR: tempDir(),
       THREADLINE_WEBHOOK_DELIVERY_URL: receiver.url,
-      THREADLINE_DELIVERY_BACKOFF_MS: '600000',
-      THREADLINE_DELIVERY_BACKOFF_MAX_MS: '600000',
+      // Refused replies are retried every 20 ms until the kill: at that moment some wait for
+      // their retry and some are being sent (leased); both must arrive once after the restart.
+      THREADLINE_DELIVERY_BACKOFF_MS: '20',
+      THREADLINE_DELIVERY_BACKOFF_MAX_MS: '20',
+      THREADLINE_DELIVERY_MAX_ATTEMPTS: '1000',
       THREADLINE_CONCURRENCY: '1',
     };
     const first = await startProcess(env);

@@ -178,4 +178,20 @@ describe('SqliteStore failures and round trips', () => {
     expect(answered).toEqual(['second', 'third']);
     await store.close();
   });
+
+  it('gives a store written before the lease flag one, so its pending deliveries are all sent at the next start', async () => {
+    const path = join(tempDir(), 'old.db');
+    const old = new Database(path);
+    old.exec(`CREATE TABLE deliveries (id TEXT PRIMARY KEY, kind TEXT NOT NULL, destination TEXT NOT NULL, text TEXT NOT NULL,
+      in_reply_to TEXT, origin TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, due_at INTEGER NOT NULL,
+      last_error TEXT, created_at INTEGER NOT NULL)`);
+    old
+      .prepare(`INSERT INTO deliveries VALUES ('d-old', 'reply', ?, 'hi', NULL, ?, 'pending', 2, ?, NULL, 1)`)
+      .run(JSON.stringify({ platform: 'webhook', chatId: 'c:1' }), JSON.stringify(webhookOrigin('c:1', 'tl_session')), T0 + 3_600_000);
+    old.close();
+    const store = await SqliteStore.open(path);
+    await store.outbox.releaseLeases(T0);
+    expect((await store.outbox.due(T0, 5, new Set())).map((row) => row.id)).toEqual(['d-old']);
+    await store.close();
+  });
 });
