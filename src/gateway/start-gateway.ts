@@ -12,13 +12,14 @@ import type { Store } from '../store/store.js';
 import { Gateway } from './gateway.js';
 import type { GatewayConfig } from './gateway-config.js';
 import { buildServer } from './server.js';
+import { stopGateway } from './stop-gateway.js';
 
 export interface RunningGateway {
   readonly url: string;
   readonly gateway: Gateway;
   readonly server: FastifyInstance;
   readonly platforms: readonly Platform[];
-  /** Stops intake, finishes work (up to the shutdown timeout), closes the server and store. */
+  /** Stops intake, finishes work, closes the server and store, all within the shutdown timeout (see stopGateway). */
   stop(): Promise<void>;
 }
 
@@ -73,12 +74,6 @@ async function assemble(config: GatewayConfig, parts: GatewayParts, store: Store
     gateway,
     server,
     platforms,
-    stop: async () => {
-      // Intake first, so nothing new is accepted while the queue drains.
-      await Promise.all(platforms.map((platform) => platform.close?.()));
-      await gateway.stop(config.shutdownTimeoutMs);
-      await server.close();
-      await store.close();
-    },
+    stop: () => stopGateway({ platforms, gateway, server, store }, config.shutdownTimeoutMs, logger),
   };
 }
