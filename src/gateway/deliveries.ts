@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import { SpanKind, SpanStatusCode, metrics, trace, type Span } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, metrics, trace, type Attributes, type Span } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError } from '../errors.js';
 import { networkFailure } from '../platforms/http-delivery.js';
@@ -91,13 +91,16 @@ export class Deliveries {
     return tracer.startActiveSpan('gateway.deliver', { kind: SpanKind.CLIENT }, async (span) => {
       try {
         describeDelivery(span, request.id, request.kind, destination, 1);
-        if (target.to === 'origin') this.guard(span, request.origin.session as Session, destination);
+        const mismatch = routingMismatch(request.origin.session as Session, destination);
+        if (target.to === 'origin' && mismatch !== undefined) this.guard(span, mismatch, destination);
+        // An anchor is a message of the origin chat: elsewhere it would quote a stranger's.
+        const anchored = request.inReplyTo !== undefined && mismatch === undefined;
         const delivery: StoredDelivery = {
           id: request.id,
           kind: request.kind,
           destination,
           text: request.text,
-          ...(request.inReplyTo === undefined ? {} : { inReplyTo: request.inReplyTo }),
+          ...(anchored ? { inReplyTo: request.inReplyTo } : {}),
           origin: request.origin,
           attempts: 0,
           createdAt: Date.now(),
@@ -165,9 +168,7 @@ export class Deliveries {
     return home;
   }
 
-  private guard(span: Span, origin: Session, destination: Destination): void {
-    const mismatch = routingMismatch(origin, destination);
-    if (mismatch === undefined) return;
+  private guard(span: Span, mismatch: Attributes, destination: Destination): void {
     this.stats.mismatches++;
     mismatchCounter.add(1, { 'chat.platform': destination.platform });
     span.addEvent('routing.mismatch', mismatch);

@@ -132,7 +132,66 @@ describe('telegram specifics', () => {
   });
 });
 
+describe('telegram redeliveries, channel posts and anchors', () => {
+  it('handles a redelivered update once', async () => {
+    gateway = await startTestGateway({ telegram: true });
+    for (let i = 0; i < 3; i++) expect(await telegram.inbound(gateway, { chatId: '-1005', text: 'once', messageId: 9 })).toBe(200);
+    await until(() => gateway!.telegram!.sent.length >= 1);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(gateway.telegram!.sent).toHaveLength(1);
+  });
+
+  it('takes channel posts by long polling, as by webhook', async () => {
+    gateway = await startTestGateway({ telegram: 'polling' });
+    gateway.telegram!.queueUpdate({
+      update_id: 2,
+      channel_post: { message_id: 4, date: 0, chat: { id: -1009, type: 'channel', title: 'News' }, text: 'posted' },
+    } as never);
+    await until(() => gateway!.telegram!.sent.length === 1, 5_000);
+    expect(gateway.telegram!.sent[0]).toMatchObject({ chatId: '-1009', text: 'posted' });
+  });
+
+  it('anchors only a reply, and only in its own chat', async () => {
+    gateway = await startTestGateway({ telegram: true });
+    const origin = { v: 1 as const, session: { platform: 'telegram', chatType: 'group' as const, chatId: '-1001', sessionId: 'tl_s' } };
+    const { deliveries } = gateway.running.gateway;
+    await deliveries.deliver({ id: 'n/1', kind: 'notification', text: 'note', inReplyTo: '42', origin });
+    await deliveries.deliver({
+      id: 'r/1',
+      kind: 'reply',
+      text: 'elsewhere',
+      inReplyTo: '42',
+      origin,
+      target: { to: 'explicit', destination: { platform: 'telegram', chatId: '-1002' } },
+    });
+    await deliveries.deliver({ id: 'r/2', kind: 'reply', text: 'here', inReplyTo: '42', origin });
+    await until(() => gateway!.telegram!.sent.length === 3);
+    expect(gateway.telegram!.sent.map((s) => [s.text, s.replyTo])).toEqual([
+      ['note', undefined],
+      ['elsewhere', undefined],
+      ['here', '42'],
+    ]);
+  });
+});
+
 describe('slack specifics', () => {
+  it('takes a broadcast thread reply and a file with text as a person\'s message, not edits or bots', async () => {
+    const { slackInbound } = await import('../../src/platforms/slack/slack-inbound.js');
+    const event = { type: 'message', channel: 'C5', channel_type: 'channel', ts: '1.5', thread_ts: '1.1', text: 'also to channel', user: 'U1' };
+    expect(slackInbound({ ...event, subtype: 'thread_broadcast' }, false)?.text).toBe('also to channel');
+    expect(slackInbound({ ...event, subtype: 'file_share' }, false)?.text).toBe('also to channel');
+    expect(slackInbound({ ...event, subtype: 'message_changed' }, false)).toBeUndefined();
+    expect(slackInbound({ ...event, subtype: 'thread_broadcast', bot_id: 'B1' }, false)).toBeUndefined();
+  });
+
+  it('retries Slack\'s own trouble (internal_error), and delivers once', async () => {
+    gateway = await startTestGateway({ slack: true, env: { THREADLINE_DELIVERY_BACKOFF_MS: '20' } });
+    gateway.slack!.refuseNext('internal_error');
+    await slack.inbound(gateway, { chatId: 'C4', text: 'again', messageId: 13 });
+    await until(() => gateway!.slack!.sent.length === 1);
+    expect(gateway.running.gateway.deliveries.stats).toMatchObject({ retried: 1, failed: 0 });
+  });
+
   it('answers url_verification with the challenge', async () => {
     gateway = await startTestGateway({ slack: true });
     const answer = await gateway.sendSlack({ type: 'url_verification', challenge: 'abc' });

@@ -2,10 +2,12 @@ import type { ChatType } from '../../session/index.js';
 import type { InboundMessage } from '../platform.js';
 
 const CHAT_TYPES: Record<string, ChatType> = { im: 'dm', mpim: 'group', group: 'group', channel: 'channel' };
+/** Subtypes that are still a person writing: a thread reply also sent to the channel, a file with a message. */
+const PERSON_SUBTYPES: ReadonlySet<string> = new Set(['thread_broadcast', 'file_share']);
 
 /**
  * The InboundMessage of a Slack Events API event, or undefined for events that are not a
- * person's text (bot messages, edits, joins). `thread_ts` is the thread id; with
+ * person's text (bot messages, edits, joins; a broadcast thread reply or a file with text is). `thread_ts` is the thread id; with
  * `threadTopLevel` a top-level message starts a thread of its own (its `ts`), so the reply
  * does not land in the channel. Reads only fields it checks: the body is untrusted.
  * `knownType` answers the chat type seen earlier for a channel.
@@ -18,7 +20,7 @@ export function slackInbound(
   if (typeof event !== 'object' || event === null) return undefined;
   const e = event as Record<string, unknown>;
   if (e['type'] !== 'message' && e['type'] !== 'app_mention') return undefined;
-  if (e['subtype'] !== undefined || e['bot_id'] !== undefined) return undefined;
+  if (e['bot_id'] !== undefined || (e['subtype'] !== undefined && !PERSON_SUBTYPES.has(e['subtype'] as string))) return undefined;
   const { channel, ts, text, user } = e;
   if (!isText(channel) || !isText(ts) || !isText(text)) return undefined;
   const threadTs = isText(e['thread_ts']) ? e['thread_ts'] : threadTopLevel ? ts : undefined;

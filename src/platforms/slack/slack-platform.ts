@@ -110,12 +110,16 @@ export class SlackPlatform implements Platform {
   }
 }
 
+/** ok:false answers that are Slack's trouble, not the message's (chat.postMessage's error list). */
+const TRANSIENT_SLACK_ERRORS: ReadonlySet<string> = new Set(['internal_error', 'fatal_error', 'service_unavailable', 'request_timeout']);
+
 function deliveryError(error: unknown): DeliveryError {
   if (error instanceof WebAPIRateLimitedError) {
     return new DeliveryError('Slack rate-limited chat.postMessage', { retryable: true, retryAfterMs: error.retryAfter * 1000, cause: error });
   }
   if (error instanceof WebAPIPlatformError) {
-    return new DeliveryError(`Slack refused chat.postMessage: ${error.data.error}`, { retryable: false, cause: error });
+    const retryable = TRANSIENT_SLACK_ERRORS.has(error.data.error);
+    return new DeliveryError(`Slack ${retryable ? 'failed' : 'refused'} chat.postMessage: ${error.data.error}`, { retryable, cause: error });
   }
   if (error instanceof WebAPIHTTPError) {
     return new DeliveryError(`Slack answered ${error.statusCode}`, { retryable: error.statusCode >= 500, cause: error });

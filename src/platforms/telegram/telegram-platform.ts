@@ -5,6 +5,7 @@ import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
 import { inboundContext, runDetached } from '../../session/index.js';
 import { secretsMatch } from '../bearer-token.js';
 import type { InboundMessage, Intake, OutboundMessage, Platform } from '../platform.js';
+import { RecentKeys } from '../recent-keys.js';
 import { telegramInbound } from './telegram-inbound.js';
 
 export interface TelegramOptions {
@@ -20,6 +21,9 @@ export interface TelegramOptions {
 
 export const TELEGRAM_WEBHOOK_PATH = '/v1/telegram/webhook';
 const SECRET_HEADER = 'x-telegram-bot-api-secret-token';
+/** Refusals that a retry cannot change: the update itself is unusable. */
+const UNUSABLE_UPDATE: ReadonlySet<string> = new Set(['TL_BAD_REQUEST', 'TL_SESSION_INVALID']);
+const HAND_RETRY_MS = 1_000;
 
 /**
  * Telegram through grammY: its typed updates in, its Api client out. grammY's own retries
@@ -31,6 +35,10 @@ export class TelegramPlatform implements Platform {
   private bot: Bot | undefined;
   /** The update being handed to intake, which close() lets finish while intake is open. */
   private handing: Promise<void> = Promise.resolve();
+  /** Set once close() has let the update in hand finish: later ones wait for the next start. */
+  private closing = false;
+  /** Messages accepted lately: Telegram redelivers an update whose answer it did not get. */
+  private readonly seen = new RecentKeys(10_000);
 
   constructor(private readonly options: TelegramOptions) {
     // grammY waits up to 500 s by default; a slow send would hold its chat's turn that long.
@@ -56,8 +64,17 @@ export class TelegramPlatform implements Platform {
           this.options.logger.debug({ update: updateId(request.body) }, 'telegram update without text ignored');
           return reply.code(200).send({ ok: true, ignored: true });
         }
-        // A 429 from here makes Telegram redeliver later: back-pressure, not loss.
-        const accepted = await intake.accept(message, inboundContext(request.headers, { authenticated: true }));
+        const key = keyOf(message);
+        if (!this.seen.firstSight(key)) return reply.code(200).send({ ok: true, duplicate: true });
+        let accepted;
+        try {
+          // A 429 from here makes Telegram redeliver later: back-pressure, not loss.
+          accepted = await intake.accept(message, inboundContext(request.headers, { authenticated: true }));
+        } catch (error) {
+          // Not taken: Telegram's redelivery must not count as a duplicate.
+          this.seen.forget(key);
+          throw error;
+        }
         return reply.code(200).send({ ok: true, message_id: accepted.messageId, trace_id: accepted.traceId });
       },
     );
@@ -75,7 +92,8 @@ export class TelegramPlatform implements Platform {
         message.text,
         {
           ...(destination.threadId === undefined ? {} : { message_thread_id: Number(destination.threadId) }),
-          ...(message.inReplyTo === undefined
+          // Only a reply quotes its message; a notification anchored to an old one would too.
+          ...(message.kind !== 'reply' || message.inReplyTo === undefined
             ? {}
             : { reply_parameters: { message_id: Number(message.inReplyTo), allow_sending_without_reply: true } }),
         },
@@ -97,18 +115,30 @@ export class TelegramPlatform implements Platform {
    * the offset grammY confirms never covers an update that was not taken. */
   async close(): Promise<void> {
     await this.handing.catch(() => {});
+    // grammY's stop() confirms updates up to the one in hand; the rest of its batch is handed
+    // again at the next start, so taking them now would run them twice.
+    this.closing = true;
     await this.bot?.stop();
   }
 
-  /** Hands one update to intake, waiting while it is full so the update is not lost. */
+  /**
+   * Hands one update to intake, trying again while the intake is full or the store fails, so
+   * the update is neither lost (grammY confirms it once this returns) nor taken twice.
+   */
   private async hand(intake: Intake, message: InboundMessage): Promise<void> {
-    for (;;) {
+    const key = keyOf(message);
+    if (!this.seen.firstSight(key)) return;
+    for (let tries = 1; ; tries++) {
       try {
         await runDetached(() => intake.accept(message, inboundContext({}, { authenticated: true })));
         return;
       } catch (error) {
-        if (!(error instanceof ThreadlineError) || error.code !== 'TL_INTAKE_FULL') throw error;
-        await new Promise((resolve) => setTimeout(resolve, 1000));
+        if (error instanceof ThreadlineError && UNUSABLE_UPDATE.has(error.code)) {
+          this.seen.forget(key);
+          throw error;
+        }
+        if (tries === 1) this.options.logger.warn({ err: error, chat: message.session.chatId }, 'telegram update not taken yet; trying again every second');
+        await new Promise((resolve) => setTimeout(resolve, HAND_RETRY_MS));
       }
     }
   }
@@ -120,9 +150,9 @@ export class TelegramPlatform implements Platform {
   start(intake: Intake): void {
     if (this.options.mode !== 'polling') return;
     const bot = new Bot(this.options.token, { client: { apiRoot: this.options.apiRoot } });
-    bot.on('message', (ctx) => {
+    bot.on(['message', 'channel_post'], (ctx) => {
       const message = parseUpdate(ctx.update);
-      if (message === undefined) return;
+      if (message === undefined || this.closing) return;
       this.handing = this.hand(intake, message);
       return this.handing;
     });
@@ -139,6 +169,11 @@ function parseUpdate(body: unknown): InboundMessage | undefined {
     throw new ThreadlineError('TL_BAD_REQUEST', 'A Telegram update is a JSON object');
   }
   return telegramInbound(body);
+}
+
+/** One message of one chat, whichever update (or redelivery of it) brought it. */
+function keyOf(message: InboundMessage): string {
+  return `${message.session.chatId}/${message.session.messageId ?? ''}`;
 }
 
 function updateId(body: unknown): unknown {
