@@ -1,6 +1,6 @@
 /**
- * A bounded set of recently seen keys, oldest evicted first: enough to drop Slack's
- * redeliveries and the message/app_mention pair of one message, with fixed memory.
+ * A bounded set of recently seen keys, oldest evicted first: AcceptOnce's memory of the
+ * messages platforms delivered, with fixed memory.
  */
 export class RecentKeys {
   private readonly keys = new Set<string>();

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
 import { inboundContext, type ChatType } from '../../session/index.js';
 import type { Intake, OutboundMessage, Platform } from '../platform.js';
-import { RecentKeys } from '../recent-keys.js';
+import { AcceptOnce } from '../accept-once.js';
 import { slackInbound } from './slack-inbound.js';
 import { slackSignatureValid } from './slack-signature.js';
 
@@ -29,7 +29,8 @@ const MAX_BODY_BYTES = 64 * 1024;
 export class SlackPlatform implements Platform {
   readonly name = 'slack';
   private readonly client: WebClient;
-  private readonly seen = new RecentKeys(10_000);
+  /** Slack's redeliveries and the message/app_mention pair of one message are taken once. */
+  private readonly once = new AcceptOnce(10_000);
   /** Chat types that message events showed per channel, for app_mention events, which lack them. */
   private readonly channelTypes = new Map<string, ChatType>();
 
@@ -72,15 +73,8 @@ export class SlackPlatform implements Platform {
         if (message === undefined) return reply.code(200).send({ ok: true, ignored: true });
         this.rememberType(message.session.chatId, message.session.chatType);
         const key = `${message.session.chatId}/${message.session.messageId}`;
-        if (!this.seen.firstSight(key)) return reply.code(200).send({ ok: true, duplicate: true });
-        let accepted;
-        try {
-          accepted = await intake.accept(message, inboundContext(request.headers, { authenticated: true }));
-        } catch (error) {
-          // Not handled (queue full, stopping): Slack's redelivery must not count as a duplicate.
-          this.seen.forget(key);
-          throw error;
-        }
+        const accepted = await this.once.accept(key, () => intake.accept(message, inboundContext(request.headers, { authenticated: true })));
+        if (accepted === undefined) return reply.code(200).send({ ok: true, duplicate: true });
         return reply.code(200).send({ ok: true, message_id: accepted.messageId, trace_id: accepted.traceId });
       });
     });

@@ -5,7 +5,7 @@ import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
 import { inboundContext, runDetached } from '../../session/index.js';
 import { secretsMatch } from '../bearer-token.js';
 import type { InboundMessage, Intake, OutboundMessage, Platform } from '../platform.js';
-import { RecentKeys } from '../recent-keys.js';
+import { AcceptOnce } from '../accept-once.js';
 import { telegramInbound } from './telegram-inbound.js';
 
 export interface TelegramOptions {
@@ -37,8 +37,8 @@ export class TelegramPlatform implements Platform {
   private handing: Promise<void> = Promise.resolve();
   /** Set once close() has let the update in hand finish: later ones wait for the next start. */
   private closing = false;
-  /** Messages accepted lately: Telegram redelivers an update whose answer it did not get. */
-  private readonly seen = new RecentKeys(10_000);
+  /** Telegram redelivers an update whose answer it did not get: taken once. */
+  private readonly once = new AcceptOnce(10_000);
 
   constructor(private readonly options: TelegramOptions) {
     // grammY waits up to 500 s by default; a slow send would hold its chat's turn that long.
@@ -64,17 +64,11 @@ export class TelegramPlatform implements Platform {
           this.options.logger.debug({ update: updateId(request.body) }, 'telegram update without text ignored');
           return reply.code(200).send({ ok: true, ignored: true });
         }
-        const key = keyOf(message);
-        if (!this.seen.firstSight(key)) return reply.code(200).send({ ok: true, duplicate: true });
-        let accepted;
-        try {
-          // A 429 from here makes Telegram redeliver later: back-pressure, not loss.
-          accepted = await intake.accept(message, inboundContext(request.headers, { authenticated: true }));
-        } catch (error) {
-          // Not taken: Telegram's redelivery must not count as a duplicate.
-          this.seen.forget(key);
-          throw error;
-        }
+        // A 429 from here makes Telegram redeliver later: back-pressure, not loss.
+        const accepted = await this.once.accept(keyOf(message), () =>
+          intake.accept(message, inboundContext(request.headers, { authenticated: true })),
+        );
+        if (accepted === undefined) return reply.code(200).send({ ok: true, duplicate: true });
         return reply.code(200).send({ ok: true, message_id: accepted.messageId, trace_id: accepted.traceId });
       },
     );
@@ -126,21 +120,17 @@ export class TelegramPlatform implements Platform {
    * the update is neither lost (grammY confirms it once this returns) nor taken twice.
    */
   private async hand(intake: Intake, message: InboundMessage): Promise<void> {
-    const key = keyOf(message);
-    if (!this.seen.firstSight(key)) return;
-    for (let tries = 1; ; tries++) {
-      try {
-        await runDetached(() => intake.accept(message, inboundContext({}, { authenticated: true })));
-        return;
-      } catch (error) {
-        if (error instanceof ThreadlineError && UNUSABLE_UPDATE.has(error.code)) {
-          this.seen.forget(key);
-          throw error;
+    await this.once.accept(keyOf(message), async () => {
+      for (let tries = 1; ; tries++) {
+        try {
+          return await runDetached(() => intake.accept(message, inboundContext({}, { authenticated: true })));
+        } catch (error) {
+          if (error instanceof ThreadlineError && UNUSABLE_UPDATE.has(error.code)) throw error;
+          if (tries === 1) this.options.logger.warn({ err: error, chat: message.session.chatId }, 'telegram update not taken yet; trying again every second');
+          await new Promise((resolve) => setTimeout(resolve, HAND_RETRY_MS));
         }
-        if (tries === 1) this.options.logger.warn({ err: error, chat: message.session.chatId }, 'telegram update not taken yet; trying again every second');
-        await new Promise((resolve) => setTimeout(resolve, HAND_RETRY_MS));
       }
-    }
+    });
   }
 
   /**
