@@ -61,12 +61,17 @@ const mismatchCounter = metrics.getMeter('threadline').createCounter('threadline
 export class Deliveries {
   readonly stats: DeliveryStats = { delivered: 0, retried: 0, failed: 0, mismatches: 0 };
   private readonly sending = new Set<string>();
+  /** Deliveries not yet sent or given up, per destination: a new one waits behind them. */
+  private readonly backlog = new Map<string, number>();
   private readonly inFlight = new Set<Promise<void>>();
   private readonly shutdown = new AbortController();
   private readonly writes: BackgroundWrites;
   private timer: NodeJS.Timeout | undefined;
   private wakeAt = Number.POSITIVE_INFINITY;
   private stopped = false;
+  private draining = false;
+  /** A pass was asked for while one ran: run another after it. */
+  private drainAgain = false;
 
   constructor(
     private readonly store: Store,
@@ -105,8 +110,24 @@ export class Deliveries {
           attempts: 0,
           createdAt: Date.now(),
         };
-        if (!(await this.store.outbox.add(delivery, Date.now() + this.options.leaseMs))) {
+        // Behind an older delivery of its chat (one waiting for its retry, say) it is only
+        // recorded: the retry loop sends a chat's deliveries in order.
+        const key = destinationKey(destination);
+        const queued = this.backlog.has(key);
+        this.backlog.set(key, (this.backlog.get(key) ?? 0) + 1);
+        let added = false;
+        try {
+          added = await this.store.outbox.add(delivery, queued ? Date.now() : Date.now() + this.options.leaseMs);
+        } finally {
+          if (!added) this.settle(key);
+        }
+        if (!added) {
           span.setAttribute('delivery.replayed', true);
+          return;
+        }
+        if (queued) {
+          span.setAttribute('delivery.queued', true);
+          this.wake(Date.now());
           return;
         }
         await this.attempt(delivery, span);
@@ -126,6 +147,9 @@ export class Deliveries {
   async start(): Promise<void> {
     const now = Date.now();
     await this.store.outbox.releaseLeases(now);
+    for (const { destination, count } of await this.store.outbox.pendingByDestination()) {
+      this.backlog.set(destinationKey(destination), count);
+    }
     this.wake(now);
   }
 
@@ -205,7 +229,13 @@ export class Deliveries {
       // Sent: the turn goes on without waiting for the record. The id stays in `sending` until
       // the record commits, so the retry loop cannot pick the row up meanwhile. If the record
       // is lost, the row is sent again when its lease ends: at least once, under the same key.
-      const recorded = this.store.outbox.markDone(delivery.id).finally(() => this.sending.delete(delivery.id));
+      const key = destinationKey(delivery.destination);
+      this.settle(key);
+      const recorded = this.store.outbox.markDone(delivery.id).finally(() => {
+        this.sending.delete(delivery.id);
+        // The next of its chat is due once this one no longer counts as pending.
+        if (this.backlog.has(key)) this.wake(Date.now());
+      });
       handedOff = true;
       this.writes.add(recorded, 'delivery sent but not recorded as done; it will be sent again when its lease ends', {
         delivery: delivery.id,
@@ -225,6 +255,7 @@ export class Deliveries {
       } else {
         await this.store.outbox.markFailed(delivery.id, error.message);
         this.stats.failed++;
+        this.givenUp(delivery.destination);
         this.logger.error({ err: error, delivery: delivery.id, attempts: attempt }, 'delivery failed for good');
       }
     } finally {
@@ -234,20 +265,36 @@ export class Deliveries {
 
   /** A retry runs in the delivery's own origin routing, in a new trace linked to the origin. */
   private async retry(delivery: StoredDelivery): Promise<void> {
-    await this.store.outbox.lease(delivery.id, Date.now() + this.options.leaseMs);
     try {
+      await this.store.outbox.lease(delivery.id, Date.now() + this.options.leaseMs);
       await runResumed(delivery.origin, 'gateway.deliver', async () => {
         const span = trace.getActiveSpan()!;
         describeDelivery(span, delivery.id, delivery.kind, delivery.destination, delivery.attempts + 1);
         await this.attempt(delivery, span);
       });
     } catch (error) {
+      // drain() marked it as being sent; attempt() unmarks it, unless it failed before that.
+      this.sending.delete(delivery.id);
       if (!(error instanceof ThreadlineError) || !UNUSABLE_ORIGIN.has(error.code)) throw error;
       // A damaged origin snapshot can never be resumed, so the row can never be sent.
       await this.store.outbox.markFailed(delivery.id, error.message);
       this.stats.failed++;
+      this.givenUp(delivery.destination);
       this.logger.error({ err: error, delivery: delivery.id }, 'delivery has an unusable origin snapshot');
     }
+  }
+
+  /** One delivery of `key` is sent or given up: it no longer holds back the ones behind it. */
+  private settle(key: string): void {
+    const left = (this.backlog.get(key) ?? 1) - 1;
+    if (left > 0) this.backlog.set(key, left);
+    else this.backlog.delete(key);
+  }
+
+  private givenUp(destination: Destination): void {
+    const key = destinationKey(destination);
+    this.settle(key);
+    if (this.backlog.has(key)) this.wake(Date.now());
   }
 
   /** Arms the retry timer for `at`, from the root context (lesson 12). */
@@ -263,19 +310,34 @@ export class Deliveries {
   private async drain(): Promise<void> {
     this.wakeAt = Number.POSITIVE_INFINITY;
     if (this.stopped) return;
+    // One pass at a time: two passes would both find a delivery due and send it twice.
+    if (this.draining) {
+      this.drainAgain = true;
+      return;
+    }
+    this.draining = true;
     try {
       const free = this.options.maxInFlight - this.sending.size;
       if (free > 0) {
         const due = await this.store.outbox.due(Date.now(), free, this.sending);
         // stop() may have begun while the store answered: what is due waits for the next start.
         if (this.stopped) return;
-        for (const delivery of due) this.track(this.retry(delivery));
+        for (const delivery of due) {
+          this.sending.add(delivery.id);
+          this.track(this.retry(delivery));
+        }
       }
       const next = await this.store.outbox.nextDueAt();
       if (next !== undefined) this.wake(Math.max(next, Date.now() + 50));
     } catch (error) {
       this.logger.error({ err: error }, 'delivery retry loop failed; trying again in a second');
       this.wake(Date.now() + 1000);
+    } finally {
+      this.draining = false;
+      if (this.drainAgain) {
+        this.drainAgain = false;
+        this.wake(Date.now());
+      }
     }
   }
 
@@ -299,4 +361,8 @@ function describeDelivery(span: Span, id: string, kind: DeliveryKind, destinatio
     'routing.destination.chat.id': destination.chatId,
     ...(destination.threadId === undefined ? {} : { 'routing.destination.chat.thread.id': destination.threadId }),
   });
+}
+
+function destinationKey(destination: Destination): string {
+  return JSON.stringify([destination.platform, destination.chatId, destination.threadId ?? null]);
 }

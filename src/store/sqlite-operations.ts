@@ -26,6 +26,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
 );
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, due_at);
 CREATE INDEX IF NOT EXISTS deliveries_done ON deliveries (created_at) WHERE status = 'done';
+CREATE INDEX IF NOT EXISTS deliveries_pending_destination ON deliveries (destination) WHERE status = 'pending';
 CREATE TABLE IF NOT EXISTS homes (
   platform TEXT PRIMARY KEY,
   destination TEXT NOT NULL
@@ -111,11 +112,20 @@ export function sqliteOperations(db: Database.Database, retentionMs: number) {
   const releaseLeases = statement(`UPDATE deliveries SET due_at = ?, leased = 0 WHERE status = 'pending' AND leased = 1`);
   const retryAt = statement(`UPDATE deliveries SET attempts = attempts + 1, due_at = ?, last_error = ?, leased = 0 WHERE id = ?`);
   const markFailed = statement(`UPDATE deliveries SET status = 'failed', attempts = attempts + 1, last_error = ? WHERE id = ?`);
+  // Only the oldest pending delivery of a destination is ever due: a chat gets its
+  // deliveries in order, and one waiting for its retry holds back the ones behind it.
+  const oldestOfItsDestination = `NOT EXISTS (SELECT 1 FROM deliveries o
+     WHERE o.status = 'pending' AND o.destination = d.destination AND o.rowid < d.rowid)`;
   const due = statement<DeliveryRow>(
-    `SELECT id, kind, destination, text, in_reply_to, origin, attempts, created_at FROM deliveries
-     WHERE status = 'pending' AND due_at <= ? ORDER BY due_at, rowid LIMIT ?`,
+    `SELECT id, kind, destination, text, in_reply_to, origin, attempts, created_at FROM deliveries d
+     WHERE status = 'pending' AND due_at <= ? AND ${oldestOfItsDestination} ORDER BY due_at, rowid LIMIT ?`,
   );
-  const nextDue = statement<{ due_at: number | null }>(`SELECT MIN(due_at) AS due_at FROM deliveries WHERE status = 'pending'`);
+  const nextDue = statement<{ due_at: number | null }>(
+    `SELECT MIN(due_at) AS due_at FROM deliveries d WHERE status = 'pending' AND ${oldestOfItsDestination}`,
+  );
+  const pendingByDestination = statement<{ destination: string; n: number }>(
+    `SELECT destination, COUNT(*) AS n FROM deliveries WHERE status = 'pending' GROUP BY destination`,
+  );
   const pendingCount = statement<{ n: number }>(`SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending'`);
   // INDEXED BY: the planner would walk every done row of (status, due_at) for the age test.
   const prune = statement(
@@ -170,6 +180,7 @@ export function sqliteOperations(db: Database.Database, retentionMs: number) {
         .slice(0, limit);
     },
     nextDueAt: (): number | undefined => nextDue.get()?.due_at ?? undefined,
+    pendingByDestination: (): { destination: string; n: number }[] => pendingByDestination.all(),
     pendingCount: (): number => pendingCount.get()?.n ?? 0,
     getHome: (platform: string): string | undefined => getHome.get(platform)?.destination,
     setHome(platform: string, destination: string): void {

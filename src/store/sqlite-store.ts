@@ -74,7 +74,7 @@ function outbox(thread: SqliteThread): Outbox {
         'addDelivery',
         delivery.id,
         delivery.kind,
-        JSON.stringify(delivery.destination),
+        encodeDestination(delivery.destination),
         delivery.text,
         delivery.inReplyTo ?? null,
         encodeRouting(delivery.origin),
@@ -88,8 +88,16 @@ function outbox(thread: SqliteThread): Outbox {
     markFailed: (id, error) => thread.call('markFailed', id, error),
     due: async (now, limit, skip) => (await thread.call('due', now, limit, [...skip])).map(toDelivery),
     nextDueAt: () => thread.call('nextDueAt'),
+    pendingByDestination: async () =>
+      (await thread.call('pendingByDestination')).map((row) => ({ destination: JSON.parse(row.destination) as Destination, count: row.n })),
     pendingCount: () => thread.call('pendingCount'),
   };
+}
+
+/** One spelling per destination: the store orders deliveries by equal destination text. */
+function encodeDestination(destination: Destination): string {
+  const { platform, chatId, threadId } = destination;
+  return JSON.stringify(threadId === undefined ? { platform, chatId } : { platform, chatId, threadId });
 }
 
 function toDelivery(row: DeliveryRow): StoredDelivery {

@@ -66,10 +66,15 @@ export interface Outbox {
    * waiting for its retry keeps its time, so a platform's Retry-After outlives a restart.
    */
   releaseLeases(now: number): Promise<void>;
-  /** Pending deliveries due by `now`, oldest first, excluding `skip` (ones being sent). */
+  /**
+   * Deliveries due by `now`, oldest first, each the oldest pending one of its destination
+   * (so a chat gets its deliveries in order), excluding `skip` (ones being sent).
+   */
   due(now: number, limit: number, skip: ReadonlySet<string>): Promise<StoredDelivery[]>;
-  /** The earliest due time of any pending delivery, for the retry timer. */
+  /** The earliest due time of a delivery `due` could return, for the retry timer. */
   nextDueAt(): Promise<number | undefined>;
+  /** How many deliveries are pending for each destination that has any. */
+  pendingByDestination(): Promise<{ destination: Destination; count: number }[]>;
   pendingCount(): Promise<number>;
 }
 

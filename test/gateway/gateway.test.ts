@@ -326,3 +326,55 @@ describe('Gateway stop', () => {
     await second.close();
   });
 });
+
+describe('Gateway delivery order', () => {
+  /** A platform that refuses the first send of `text` with a Retry-After, and records what it sent. */
+  function refusingOnce(text: string, retryAfterMs: number, sent: OutboundMessage[]): Platform['send'] {
+    let refused = false;
+    return async (message) => {
+      if (message.text === text && !refused) {
+        refused = true;
+        throw new DeliveryError('503 Service Unavailable', { retryable: true, retryAfterMs });
+      }
+      sent.push(message);
+    };
+  }
+
+  it('keeps a chat\'s replies in order when the first waits for its retry, without holding other chats back', async () => {
+    const store = await sqliteStore();
+    const sent: OutboundMessage[] = [];
+    const gateway = gatewayWith(store, sent, [], { send: refusingOnce('one', 300, sent) });
+    await gateway.start();
+    await sendText(gateway, 'a', 'one');
+    await sendText(gateway, 'a', 'two');
+    await sendText(gateway, 'b', 'other chat');
+    await until(() => sent.length === 3);
+    expect(sent.map((message) => message.text)).toEqual(['other chat', 'one', 'two']);
+    await gateway.stop(1_000);
+    await store.close();
+  });
+
+  it('keeps the order across a restart: a new reply waits behind the chat\'s reply left pending', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'threadline-gateway-'));
+    dirs.push(dir);
+    const path = join(dir, 'test.db');
+    const first = await SqliteStore.open(path);
+    const before = gatewayWith(first, [], [], { send: refusingOnce('one', 400, []) });
+    await before.start();
+    await sendText(before, 'a', 'one');
+    await until(async () => (await first.outbox.nextDueAt()) !== undefined && (await pendingIds(first)).length === 0);
+    await before.stop(1_000);
+    await first.close();
+
+    const second = await SqliteStore.open(path);
+    const sent: OutboundMessage[] = [];
+    const after = gatewayWith(second, sent);
+    await after.start();
+    await sendText(after, 'a', 'two');
+    await until(() => sent.length === 2);
+    expect(sent.map((message) => message.text)).toEqual(['one', 'two']);
+    await after.stop(1_000);
+    await second.close();
+  });
+});
+
