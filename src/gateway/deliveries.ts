@@ -167,6 +167,11 @@ export class Deliveries {
     await this.writes.drained();
   }
 
+  /** Resolves once the records of every send so far (done, for the most part) have committed. */
+  recorded(): Promise<void> {
+    return this.writes.drained();
+  }
+
   async pendingCount(): Promise<number> {
     return this.store.outbox.pendingCount();
   }

@@ -167,6 +167,8 @@ export class Gateway implements Intake {
     if (!(await settledBy(turnsReturned, Date.now() + ABORTED_TURNS_GRACE_MS))) {
       this.options.logger.error('a turn ignored its abort signal at shutdown; its message runs again at the next start');
     }
+    // Sends that ended while the aborted turns returned are recorded before the store closes.
+    await this.deliveries.recorded();
     await this.writes.drained();
   }
 

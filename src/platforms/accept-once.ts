@@ -22,7 +22,8 @@ export class AcceptOnce {
       await first.catch(() => {});
     }
     if (!this.seen.firstSight(key)) return undefined;
-    const attempt = accept();
+    // Called inside an async function, so one that throws at once still fails only this attempt.
+    const attempt = (async () => accept())();
     this.pending.set(key, attempt);
     try {
       return await attempt;

@@ -343,7 +343,7 @@ describe('Gateway delivery order', () => {
   it('keeps a chat\'s replies in order when the first waits for its retry, without holding other chats back', async () => {
     const store = await sqliteStore();
     const sent: OutboundMessage[] = [];
-    const gateway = gatewayWith(store, sent, [], { send: refusingOnce('one', 300, sent) });
+    const gateway = gatewayWith(store, sent, [], { send: refusingOnce('one', 1_000, sent) });
     await gateway.start();
     await sendText(gateway, 'a', 'one');
     await sendText(gateway, 'a', 'two');
@@ -359,7 +359,11 @@ describe('Gateway delivery order', () => {
     dirs.push(dir);
     const path = join(dir, 'test.db');
     const first = await SqliteStore.open(path);
-    const before = gatewayWith(first, [], [], { send: refusingOnce('one', 400, []) });
+    // Every send refused, so "one" is still pending whenever this process stops.
+    const refuseAll: Platform['send'] = async () => {
+      throw new DeliveryError('503 Service Unavailable', { retryable: true, retryAfterMs: 400 });
+    };
+    const before = gatewayWith(first, [], [], { send: refuseAll });
     await before.start();
     await sendText(before, 'a', 'one');
     await until(async () => (await first.outbox.nextDueAt()) !== undefined && (await pendingIds(first)).length === 0);

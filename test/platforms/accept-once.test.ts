@@ -51,4 +51,14 @@ describe('AcceptOnce', () => {
     expect((await Promise.all(waiting)).filter((answer) => answer !== undefined)).toHaveLength(1);
     expect(taken).toHaveLength(1);
   });
+
+  it('forgets a message whose accept threw at once, so its redelivery is taken', async () => {
+    const once = new AcceptOnce(10);
+    await expect(
+      once.accept('c/1', () => {
+        throw new Error('bad headers');
+      }),
+    ).rejects.toThrow('bad headers');
+    expect(await once.accept('c/1', async () => 'taken')).toBe('taken');
+  });
 });

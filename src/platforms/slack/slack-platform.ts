@@ -80,14 +80,19 @@ export class SlackPlatform implements Platform {
     });
   }
 
-  async send(message: OutboundMessage): Promise<void> {
+  async send(message: OutboundMessage, signal: AbortSignal): Promise<void> {
     const { destination } = message;
     try {
-      await this.client.chat.postMessage({
-        channel: destination.chatId,
-        text: message.text,
-        ...(destination.threadId === undefined ? {} : { thread_ts: destination.threadId }),
-      });
+      // The client takes no signal: at shutdown the send is let go (it may still land, and the
+      // outbox sends it again at the next start: at least once).
+      await untilAborted(
+        this.client.chat.postMessage({
+          channel: destination.chatId,
+          text: message.text,
+          ...(destination.threadId === undefined ? {} : { thread_ts: destination.threadId }),
+        }),
+        signal,
+      );
     } catch (error) {
       throw deliveryError(error);
     }
@@ -102,6 +107,16 @@ export class SlackPlatform implements Platform {
   describe(baseUrl: string): string {
     return `slack: POST ${baseUrl}${SLACK_EVENTS_PATH}`;
   }
+}
+
+/** `work`, or a rejection with the signal's reason once it is aborted, whichever comes first. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 /** ok:false answers that are Slack's trouble, not the message's (chat.postMessage's error list). */

@@ -21,8 +21,8 @@ export interface TelegramOptions {
 
 export const TELEGRAM_WEBHOOK_PATH = '/v1/telegram/webhook';
 const SECRET_HEADER = 'x-telegram-bot-api-secret-token';
-/** Refusals that a retry cannot change: the update itself is unusable. */
-const UNUSABLE_UPDATE: ReadonlySet<string> = new Set(['TL_BAD_REQUEST', 'TL_SESSION_INVALID']);
+/** Refusals that a retry cannot change: the update itself is unusable, or intake has closed. */
+const GIVE_UP: ReadonlySet<string> = new Set(['TL_BAD_REQUEST', 'TL_SESSION_INVALID', 'TL_SHUTTING_DOWN']);
 const HAND_RETRY_MS = 1_000;
 
 /**
@@ -125,7 +125,8 @@ export class TelegramPlatform implements Platform {
         try {
           return await runDetached(() => intake.accept(message, inboundContext({}, { authenticated: true })));
         } catch (error) {
-          if (error instanceof ThreadlineError && UNUSABLE_UPDATE.has(error.code)) throw error;
+          // Past the shutdown deadline intake is closed for good: stop trying (logged by bot.catch).
+          if (!(error instanceof ThreadlineError) || GIVE_UP.has(error.code)) throw error;
           if (tries === 1) this.options.logger.warn({ err: error, chat: message.session.chatId }, 'telegram update not taken yet; trying again every second');
           await new Promise((resolve) => setTimeout(resolve, HAND_RETRY_MS));
         }

@@ -12,11 +12,12 @@ afterEach(async () => {
 });
 
 /** An intake that refuses the first `failures` accepts with `code`, then takes everything. */
-function flakyIntake(failures: number, code: string): Intake & { readonly taken: InboundMessage[] } {
+function flakyIntake(failures: number, code: string): Intake & { readonly taken: InboundMessage[]; readonly calls: () => number } {
   const taken: InboundMessage[] = [];
   let calls = 0;
   return {
     taken,
+    calls: () => calls,
     accept: async (message): Promise<AcceptedMessage> => {
       if (++calls <= failures) throw new ThreadlineError(code as never, 'not now');
       taken.push(message);
@@ -53,5 +54,14 @@ describe('telegram long polling', () => {
     fake.queueUpdate(update(2, 'next'));
     await until(() => intake.taken.length === 1, 5_000);
     expect(intake.taken.map((message) => message.text)).toEqual(['next']);
+  });
+
+  it('stops trying once intake has closed for good, instead of knocking every second', async () => {
+    const intake = flakyIntake(Number.POSITIVE_INFINITY, 'TL_SHUTTING_DOWN');
+    const fake = await polling(intake);
+    fake.queueUpdate(update(1, 'too late'));
+    await until(() => intake.calls() === 1, 5_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(intake.calls()).toBe(1);
   });
 });
