@@ -9,7 +9,7 @@ import type { DeliveryKind, Destination, Store, StoredDelivery } from '../store/
 import { BackgroundWrites } from './background-writes.js';
 import { backoffMs, type BackoffOptions } from './backoff.js';
 import { settledBy } from './deadline.js';
-import type { Target } from './delivery-target.js';
+import { formatDestination, type Target } from './delivery-target.js';
 import { destinationOf, routingMismatch } from './misroute-guard.js';
 
 export interface DeliveryRequest {
@@ -112,16 +112,18 @@ export class Deliveries {
         };
         // Behind an older delivery of its chat (one waiting for its retry, say) it is only
         // recorded: the retry loop sends a chat's deliveries in order.
-        const key = destinationKey(destination);
+        const key = formatDestination(destination);
         const queued = this.backlog.has(key);
         this.backlog.set(key, (this.backlog.get(key) ?? 0) + 1);
-        let added = false;
+        let added: boolean;
         try {
           added = await this.store.outbox.add(delivery, queued ? Date.now() : Date.now() + this.options.leaseMs);
-        } finally {
-          if (!added) this.settle(key);
+        } catch (error) {
+          this.settle(key);
+          throw error;
         }
         if (!added) {
+          this.settle(key);
           span.setAttribute('delivery.replayed', true);
           return;
         }
@@ -148,7 +150,7 @@ export class Deliveries {
     const now = Date.now();
     await this.store.outbox.releaseLeases(now);
     for (const { destination, count } of await this.store.outbox.pendingByDestination()) {
-      this.backlog.set(destinationKey(destination), count);
+      this.backlog.set(formatDestination(destination), count);
     }
     this.wake(now);
   }
@@ -234,7 +236,7 @@ export class Deliveries {
       // Sent: the turn goes on without waiting for the record. The id stays in `sending` until
       // the record commits, so the retry loop cannot pick the row up meanwhile. If the record
       // is lost, the row is sent again when its lease ends: at least once, under the same key.
-      const key = destinationKey(delivery.destination);
+      const key = formatDestination(delivery.destination);
       this.settle(key);
       const recorded = this.store.outbox.markDone(delivery.id).finally(() => {
         this.sending.delete(delivery.id);
@@ -297,7 +299,7 @@ export class Deliveries {
   }
 
   private givenUp(destination: Destination): void {
-    const key = destinationKey(destination);
+    const key = formatDestination(destination);
     this.settle(key);
     if (this.backlog.has(key)) this.wake(Date.now());
   }
@@ -366,8 +368,4 @@ function describeDelivery(span: Span, id: string, kind: DeliveryKind, destinatio
     'routing.destination.chat.id': destination.chatId,
     ...(destination.threadId === undefined ? {} : { 'routing.destination.chat.thread.id': destination.threadId }),
   });
-}
-
-function destinationKey(destination: Destination): string {
-  return JSON.stringify([destination.platform, destination.chatId, destination.threadId ?? null]);
 }

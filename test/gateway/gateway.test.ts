@@ -21,10 +21,15 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-async function sqliteStore(): Promise<SqliteStore> {
+/** A database path in a fresh temporary directory, removed after the test. */
+function storePath(): string {
   const dir = mkdtempSync(join(tmpdir(), 'threadline-gateway-'));
   dirs.push(dir);
-  return SqliteStore.open(join(dir, 'test.db'));
+  return join(dir, 'test.db');
+}
+
+function sqliteStore(): Promise<SqliteStore> {
+  return SqliteStore.open(storePath());
 }
 
 /** The store with its two bookkeeping writes (a delivery done, a message finished) replaced. */
@@ -86,6 +91,23 @@ function gate(): { readonly held: Promise<void>; readonly open: () => void } {
 
 async function pendingIds(store: Store): Promise<string[]> {
   return (await store.messages.pending()).map((message) => message.id);
+}
+
+/** A platform that takes the connection and never answers: only the shutdown signal ends a send. */
+function neverAnswering(sends: string[]): Platform['send'] {
+  return (message, signal) => {
+    sends.push(message.id);
+    return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+  };
+}
+
+/** The gateway started again over the store at `path`, sending to a recording sink. */
+async function restartAt(path: string) {
+  const store = await SqliteStore.open(path);
+  const sent: OutboundMessage[] = [];
+  const gateway = gatewayWith(store, sent);
+  await gateway.start();
+  return { store, sent, gateway };
 }
 
 function sendText(gateway: Gateway, chatId: string, text: string) {
@@ -187,12 +209,7 @@ describe('Gateway stop', () => {
   it('keeps to its deadline when a send never answers; the reply and the message wait for the next start', async () => {
     const store = await sqliteStore();
     const sends: string[] = [];
-    // A platform that accepts the connection and never answers: only the shutdown signal ends the send.
-    const send: Platform['send'] = (message, signal) => {
-      sends.push(message.id);
-      return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
-    };
-    const gateway = gatewayWith(store, [], [], { send });
+    const gateway = gatewayWith(store, [], [], { send: neverAnswering(sends) });
     await gateway.start();
     await sendText(gateway, 'a', 'hello');
     await until(() => sends.length === 1);
@@ -268,9 +285,7 @@ describe('Gateway stop', () => {
   });
 
   it('keeps a Retry-After across a restart: a throttled delivery is not sent again at start-up', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'threadline-gateway-'));
-    dirs.push(dir);
-    const path = join(dir, 'test.db');
+    const path = storePath();
     const first = await SqliteStore.open(path);
     let refusals = 0;
     const throttled: Platform['send'] = async () => {
@@ -284,46 +299,34 @@ describe('Gateway stop', () => {
     await before.stop(1_000);
     await first.close();
 
-    const second = await SqliteStore.open(path);
-    const sent: OutboundMessage[] = [];
-    const after = gatewayWith(second, sent);
-    await after.start();
+    const after = await restartAt(path);
     await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(sent).toEqual([]);
-    expect(await second.outbox.nextDueAt()).toBeGreaterThan(Date.now() + 3_500_000);
-    await after.stop(1_000);
-    await second.close();
+    expect(after.sent).toEqual([]);
+    expect(await after.store.outbox.nextDueAt()).toBeGreaterThan(Date.now() + 3_500_000);
+    await after.gateway.stop(1_000);
+    await after.store.close();
   });
 
   it('sends a delivery cut off by stop at the next start, without counting the cut-off as an attempt', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'threadline-gateway-'));
-    dirs.push(dir);
-    const path = join(dir, 'test.db');
+    const path = storePath();
     const first = await SqliteStore.open(path);
-    let sends = 0;
-    const silent: Platform['send'] = (_message, signal) => {
-      sends++;
-      return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
-    };
-    const before = gatewayWith(first, [], [], { send: silent });
+    const sends: string[] = [];
+    const before = gatewayWith(first, [], [], { send: neverAnswering(sends) });
     await before.start();
     await sendText(before, 'a', 'cut off');
-    await until(() => sends === 1);
+    await until(() => sends.length === 1);
     await before.stop(100);
     const [left] = await first.outbox.due(Date.now() + 3_600_000, 10, new Set());
     expect(left?.attempts).toBe(0);
     await first.close();
 
-    const second = await SqliteStore.open(path);
-    const sent: OutboundMessage[] = [];
-    const after = gatewayWith(second, sent);
-    await after.start();
-    await until(() => sent.length >= 1);
-    await after.stop(1_000);
+    const after = await restartAt(path);
+    await until(() => after.sent.length >= 1);
+    await after.gateway.stop(1_000);
     // The turn runs again too, and its reply keeps its id: one send.
-    expect(sent.map((message) => message.text)).toEqual(['cut off']);
-    expect(await second.outbox.pendingCount()).toBe(0);
-    await second.close();
+    expect(after.sent.map((message) => message.text)).toEqual(['cut off']);
+    expect(await after.store.outbox.pendingCount()).toBe(0);
+    await after.store.close();
   });
 });
 
@@ -355,9 +358,7 @@ describe('Gateway delivery order', () => {
   });
 
   it('keeps the order across a restart: a new reply waits behind the chat\'s reply left pending', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'threadline-gateway-'));
-    dirs.push(dir);
-    const path = join(dir, 'test.db');
+    const path = storePath();
     const first = await SqliteStore.open(path);
     // Every send refused, so "one" is still pending whenever this process stops.
     const refuseAll: Platform['send'] = async () => {
@@ -370,15 +371,12 @@ describe('Gateway delivery order', () => {
     await before.stop(1_000);
     await first.close();
 
-    const second = await SqliteStore.open(path);
-    const sent: OutboundMessage[] = [];
-    const after = gatewayWith(second, sent);
-    await after.start();
-    await sendText(after, 'a', 'two');
-    await until(() => sent.length === 2);
-    expect(sent.map((message) => message.text)).toEqual(['one', 'two']);
-    await after.stop(1_000);
-    await second.close();
+    const after = await restartAt(path);
+    await sendText(after.gateway, 'a', 'two');
+    await until(() => after.sent.length === 2);
+    expect(after.sent.map((message) => message.text)).toEqual(['one', 'two']);
+    await after.gateway.stop(1_000);
+    await after.store.close();
   });
 });
 
