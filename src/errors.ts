@@ -52,6 +52,22 @@ export const ERROR_CODES = {
     status: 429,
     summary: 'The intake queue is full; retry after the number of seconds in Retry-After.',
   },
+  TL_STARTING: {
+    status: 503,
+    summary: 'The gateway is starting (replaying what an earlier process left) and takes no messages yet; retry in a moment.',
+  },
+  TL_CHAT_BACKLOG_FULL: {
+    status: 429,
+    summary: "This chat's deliveries not yet sent are at THREADLINE_OUTBOX_MAX_PER_CHAT (its target is down or slow); retry after Retry-After.",
+  },
+  TL_OUTBOX_FULL: {
+    status: 503,
+    summary: 'The deliveries not yet sent, across all chats, are at THREADLINE_OUTBOX_MAX_PENDING; retry after Retry-After.',
+  },
+  TL_DATA_DIR_LOCKED: {
+    status: 409,
+    summary: "Another gateway holds the data directory's lock; the message names the directory and its pid.",
+  },
   TL_SHUTTING_DOWN: {
     status: 503,
     summary: 'The gateway is stopping and takes no new messages; retry against another instance or later.',
@@ -137,4 +153,27 @@ export class DeliveryError extends ThreadlineError {
     this.retryable = options.retryable;
     this.retryAfterMs = options.retryAfterMs;
   }
+}
+
+/** A request that failed before any answer (refused, reset, timed out) is worth retrying. */
+export function networkFailure(error: unknown, what: string): DeliveryError {
+  if (error instanceof DeliveryError) return error;
+  return new DeliveryError(`${what} could not be reached: ${messageOf(error)}`, { retryable: true, cause: error });
+}
+
+/** An HTTP error answer: 5xx and 429 are worth retrying (after Retry-After), other 4xx are final. */
+export function answerFailure(status: number, retryAfter: string | undefined, detail: string, what: string): DeliveryError {
+  return new DeliveryError(`${what} answered ${status}${detail ? `: ${detail}` : ''}`, {
+    retryable: status >= 500 || status === 429,
+    retryAfterMs: retryAfterMs(retryAfter),
+  });
+}
+
+/** Retry-After as seconds or an HTTP date (RFC 9110 section 10.2.3), in milliseconds. */
+export function retryAfterMs(header: string | undefined): number | undefined {
+  if (header === undefined) return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(header);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }

@@ -44,7 +44,7 @@ const sink: Platform = {
   describe: () => 'counting sink',
 };
 const dir = mkdtempSync(join(tmpdir(), 'threadline-memory-'));
-const store = await SqliteStore.open(join(dir, 'bench.db'), 0);
+const store = await SqliteStore.open(join(dir, 'bench.db'), { doneMs: 0, failedMs: 0 });
 const gateway = new Gateway({
   store,
   platforms: [sink],
@@ -53,7 +53,16 @@ const gateway = new Gateway({
   concurrency: 64,
   queueCapacity: window * 2,
   perUserGroupSessions: false,
-  delivery: { strictRouting: false, maxAttempts: 3, backoff: { baseMs: 10, maxMs: 100 }, maxInFlight: 64, leaseMs: 60_000 },
+  strictRouting: false,
+  outbox: {
+    maxAttempts: 3,
+    giveUpAfterMs: 86_400_000,
+    backoff: { baseMs: 10, maxMs: 100, maxRetryAfterMs: 3_600_000 },
+    maxInFlight: 64,
+    leaseMs: 60_000,
+    maxOpenPerDestination: 1_000,
+    maxOpenTotal: 100_000,
+  },
 });
 await gateway.start();
 

@@ -1,4 +1,5 @@
 import type { Agent, Turn } from './agent.js';
+import { commandOf } from './command.js';
 
 /**
  * The default agent: the gateway's own commands, and an echo of anything else. Tools and
@@ -22,12 +23,6 @@ export class EchoAgent implements Agent {
         return turn.reply(turn.text);
     }
   }
-}
-
-/** The command word of a message, without a Telegram-style @botname suffix. */
-export function commandOf(text: string): string | undefined {
-  const match = /^\s*(\/[a-z_]+)(?:@\S+)?(?:\s|$)/i.exec(text);
-  return match?.[1]?.toLowerCase();
 }
 
 function statusText(turn: Turn): string {

@@ -31,8 +31,18 @@ export interface GatewayConfig {
   readonly deliveryMaxAttempts: number;
   readonly deliveryBackoffMs: number;
   readonly deliveryBackoffMaxMs: number;
+  readonly deliveryMaxRetryAfterMs: number;
+  readonly deliveryGiveUpMs: number;
+  readonly deliveryLeaseMs: number;
+  readonly outboxMaxPerChat: number;
+  readonly outboxMaxPending: number;
+  readonly deadLetterRetentionMs: number;
+  readonly webhookIdempotencyMs: number;
   readonly shutdownTimeoutMs: number;
 }
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
 
 /** The gateway's configuration, read once at start-up; every variable is in the README. */
 export function readGatewayConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
@@ -53,6 +63,13 @@ export function readGatewayConfig(env: NodeJS.ProcessEnv = process.env): Gateway
     deliveryMaxAttempts: envInteger(env, 'THREADLINE_DELIVERY_MAX_ATTEMPTS', 10, 1, 1000),
     deliveryBackoffMs: envInteger(env, 'THREADLINE_DELIVERY_BACKOFF_MS', 500, 1, 3_600_000),
     deliveryBackoffMaxMs: envInteger(env, 'THREADLINE_DELIVERY_BACKOFF_MAX_MS', 300_000, 1, 86_400_000),
+    deliveryMaxRetryAfterMs: envInteger(env, 'THREADLINE_DELIVERY_MAX_RETRY_AFTER_MS', HOUR_MS, 0, 7 * DAY_MS),
+    deliveryGiveUpMs: envInteger(env, 'THREADLINE_DELIVERY_GIVE_UP_MS', DAY_MS, 1, 30 * DAY_MS),
+    deliveryLeaseMs: envInteger(env, 'THREADLINE_DELIVERY_LEASE_MS', 60_000, 100, HOUR_MS),
+    outboxMaxPerChat: envInteger(env, 'THREADLINE_OUTBOX_MAX_PER_CHAT', 1_000, 1, 10_000_000),
+    outboxMaxPending: envInteger(env, 'THREADLINE_OUTBOX_MAX_PENDING', 100_000, 1, 100_000_000),
+    deadLetterRetentionMs: envInteger(env, 'THREADLINE_DEAD_LETTER_RETENTION_MS', 7 * DAY_MS, 0, 365 * DAY_MS),
+    webhookIdempotencyMs: envInteger(env, 'THREADLINE_WEBHOOK_IDEMPOTENCY_MS', DAY_MS, 1, 30 * DAY_MS),
     shutdownTimeoutMs: envInteger(env, 'THREADLINE_SHUTDOWN_TIMEOUT_MS', 30_000, 0, 3_600_000),
   };
 }

@@ -1,9 +1,15 @@
 import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { Agent, Turn } from '../agent/agent.js';
-import { commandOf } from '../agent/echo-agent.js';
+import { commandOf } from '../agent/command.js';
+import { BackgroundWrites } from '../background-writes.js';
+import { settledBy } from '../deadline.js';
+import { formatDestination } from '../deliveries/delivery.js';
+import { Outbox, type OutboxOptions, type OutboxStats } from '../deliveries/outbox.js';
+import { DeliveryRouter } from '../deliveries/router.js';
+import { destinationOf } from '../deliveries/routing-mismatch.js';
 import { ThreadlineError } from '../errors.js';
-import type { AcceptedMessage, InboundMessage, Intake, Platform } from '../platforms/platform.js';
+import type { AcceptedMessage, Idempotency, InboundMessage, Intake, Platform } from '../platforms/platform.js';
 import {
   captureRouting,
   contextWithSession,
@@ -20,11 +26,7 @@ import {
   withSessionId,
 } from '../session/index.js';
 import type { Store, StoredMessage } from '../store/store.js';
-import { BackgroundWrites } from './background-writes.js';
-import { settledBy } from './deadline.js';
-import { Deliveries, type DeliveryOptions } from './deliveries.js';
 import { timeOrderedId } from './message-id.js';
-import { destinationOf } from './misroute-guard.js';
 import { SessionScheduler, type JobAbort } from './session-scheduler.js';
 
 export interface GatewayOptions {
@@ -38,7 +40,24 @@ export interface GatewayOptions {
   readonly queueCapacity: number;
   /** THREADLINE_GROUP_SESSIONS=per-user: one session per user in group chats. */
   readonly perUserGroupSessions: boolean;
-  readonly delivery: DeliveryOptions;
+  /** THREADLINE_STRICT_ROUTING: refuse a delivery whose destination differs from its origin. */
+  readonly strictRouting: boolean;
+  readonly outbox: OutboxOptions & {
+    /** THREADLINE_OUTBOX_MAX_PER_CHAT: open deliveries of one destination before its intake answers 429. */
+    readonly maxOpenPerDestination: number;
+    /** THREADLINE_OUTBOX_MAX_PENDING: open deliveries in all before intake answers 503. */
+    readonly maxOpenTotal: number;
+  };
+}
+
+/** What /v1/health reports. */
+export interface GatewayHealth {
+  readonly status: 'ok' | 'degraded' | 'starting' | 'stopping';
+  /** Why intake refuses some or all messages, in words; empty when it takes everything. */
+  readonly reasons: string[];
+  readonly queued: number;
+  readonly outbox: { readonly open: number; readonly fullChats: number };
+  readonly deliveries: OutboxStats & { readonly mismatches: number };
 }
 
 interface MessageJob {
@@ -65,10 +84,11 @@ const ABORTED_TURNS_GRACE_MS = 1_000;
  * and in nothing else.
  */
 export class Gateway implements Intake {
-  readonly deliveries: Deliveries;
+  readonly router: DeliveryRouter;
+  readonly outbox: Outbox;
   private readonly writes: BackgroundWrites;
   private readonly scheduler: SessionScheduler<MessageJob>;
-  private accepting = false;
+  private state: 'starting' | 'accepting' | 'stopping' = 'starting';
   /** Set once stop() aborts running turns: those are left to run again at the next start. */
   private closing = false;
   /** Accepts between the room check and the queue: counted so capacity holds and stop() waits for them. */
@@ -78,7 +98,8 @@ export class Gateway implements Intake {
   constructor(private readonly options: GatewayOptions) {
     const platforms = new Map(options.platforms.map((platform) => [platform.name, platform]));
     this.writes = new BackgroundWrites(options.logger);
-    this.deliveries = new Deliveries(options.store, platforms, options.delivery, options.logger);
+    this.outbox = new Outbox(options.store.outbox, platforms, options.outbox, options.logger);
+    this.router = new DeliveryRouter(options.store.homes, new Set(platforms.keys()), this.outbox, { strictRouting: options.strictRouting }, options.logger);
     this.scheduler = new SessionScheduler((job, abort) => this.run(job, abort), {
       concurrency: options.concurrency,
       capacity: options.queueCapacity,
@@ -90,8 +111,9 @@ export class Gateway implements Intake {
     return this.scheduler.size;
   }
 
-  async accept(message: InboundMessage, inbound: InboundTrace): Promise<AcceptedMessage> {
-    if (!this.accepting) throw new ThreadlineError('TL_SHUTTING_DOWN', 'The gateway is stopping; retry later');
+  async accept(message: InboundMessage, inbound: InboundTrace, idempotency?: Idempotency): Promise<AcceptedMessage> {
+    if (this.state === 'starting') throw new ThreadlineError('TL_STARTING', 'The gateway is starting; retry in a moment');
+    if (this.state === 'stopping') throw new ThreadlineError('TL_SHUTTING_DOWN', 'The gateway is stopping; retry later');
     // /stop is let in past a full queue, when it is needed most, but only into a reserve as
     // large as the concurrency: a flood of /stop is refused like anything else.
     const stop = commandOf(message.text) === '/stop';
@@ -108,8 +130,27 @@ export class Gateway implements Intake {
         'threadline.inbound.baggage.dropped': inbound.droppedBaggage,
       });
       const routing = captureRouting(jobContext);
+      const accepted: AcceptedMessage = { messageId: id, sessionId: session.sessionId, traceId: span.spanContext().traceId };
       try {
-        await this.options.store.messages.append({ id, routing, text: message.text, receivedAt: Date.now() });
+        const now = Date.now();
+        const outcome = await this.options.store.messages.accept(
+          { id, routing, text: message.text, receivedAt: now },
+          {
+            destination: destinationOf(session),
+            maxOpenPerDestination: this.options.outbox.maxOpenPerDestination,
+            maxOpenTotal: this.options.outbox.maxOpenTotal,
+            ...(idempotency === undefined
+              ? {}
+              : { idempotency: { key: idempotency.key, answer: JSON.stringify(accepted), expiresAt: now + idempotency.ttlMs } }),
+          },
+        );
+        if (outcome.status === 'duplicate') {
+          // Taken before: no turn. The span stays, renamed, so a redelivery shows in the trace store.
+          span.updateName('gateway.duplicate');
+          span.end();
+          return { ...(JSON.parse(outcome.answer) as AcceptedMessage), duplicate: true };
+        }
+        if (outcome.status === 'full') throw this.backlogFull(outcome.scope, outcome.open, session);
       } catch (error) {
         recordFailure(span, error);
         span.end();
@@ -117,15 +158,38 @@ export class Gateway implements Intake {
       }
       if (stop) this.scheduler.abort(session.sessionId, 'stopped by /stop');
       this.scheduler.offer({ id, sessionId: session.sessionId, session, key, text: message.text, context: jobContext, span, routing }, true);
-      return { messageId: id, sessionId: session.sessionId, traceId: span.spanContext().traceId };
+      return accepted;
     } finally {
       if (--this.accepts === 0) for (const resolve of this.acceptsSettledWaiters.splice(0)) resolve();
     }
   }
 
+  /** What /v1/health reports: the queue, the outbox, and why intake refuses, if it does. */
+  async health(): Promise<GatewayHealth> {
+    const { maxOpenPerDestination, maxOpenTotal } = this.options.outbox;
+    const pressure = await this.outbox.pressure(maxOpenPerDestination);
+    const reasons: string[] = [];
+    if (pressure.open >= maxOpenTotal) {
+      reasons.push(`the outbox holds ${pressure.open} deliveries not yet sent (THREADLINE_OUTBOX_MAX_PENDING=${maxOpenTotal}): intake answers 503`);
+    }
+    if (pressure.fullDestinations > 0) {
+      reasons.push(
+        `${pressure.fullDestinations} chat(s) hold ${maxOpenPerDestination} deliveries not yet sent (THREADLINE_OUTBOX_MAX_PER_CHAT): their intake answers 429; see threadline deliveries list`,
+      );
+    }
+    if (this.scheduler.size >= this.options.queueCapacity) reasons.push(`the intake queue is full (THREADLINE_QUEUE_CAPACITY=${this.options.queueCapacity})`);
+    return {
+      status: this.state === 'accepting' ? (reasons.length === 0 ? 'ok' : 'degraded') : this.state,
+      reasons,
+      queued: this.scheduler.size,
+      outbox: { open: pressure.open, fullChats: pressure.fullDestinations },
+      deliveries: { ...this.outbox.stats(), mismatches: this.router.mismatches() },
+    };
+  }
+
   /** Sends what earlier processes left, replays accepted messages they did not finish, opens intake. */
   async start(): Promise<void> {
-    await this.deliveries.start();
+    await this.outbox.start();
     for (const stored of await this.options.store.messages.pending()) {
       try {
         this.replay(stored);
@@ -135,7 +199,19 @@ export class Gateway implements Intake {
         await this.options.store.messages.complete(stored.id);
       }
     }
-    this.accepting = true;
+    this.state = 'accepting';
+  }
+
+  private backlogFull(scope: 'destination' | 'total', open: number, session: Session): ThreadlineError {
+    const error =
+      scope === 'destination'
+        ? new ThreadlineError(
+            'TL_CHAT_BACKLOG_FULL',
+            `This chat has ${open} deliveries not yet sent (THREADLINE_OUTBOX_MAX_PER_CHAT); its target is down or slow. Retry later`,
+          )
+        : new ThreadlineError('TL_OUTBOX_FULL', `The outbox holds ${open} deliveries not yet sent (THREADLINE_OUTBOX_MAX_PENDING). Retry later`);
+    this.options.logger.warn({ destination: formatDestination(destinationOf(session)), open, code: error.code }, 'message refused: outbox at its cap');
+    return error;
   }
 
   /** Queues a message accepted by an earlier process, in a new trace linked to its first. */
@@ -157,18 +233,18 @@ export class Gateway implements Intake {
    */
   async stop(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    this.accepting = false;
+    this.state = 'stopping';
     // An accept already past the intake check answers 202, so its message runs like any queued one.
     await settledBy(this.acceptsSettled(), deadline);
     await settledBy(this.scheduler.idle(), deadline);
     this.closing = true;
     const turnsReturned = this.scheduler.close('the gateway is stopping');
-    await this.deliveries.stop(deadline);
+    await this.outbox.stop(deadline);
     if (!(await settledBy(turnsReturned, Date.now() + ABORTED_TURNS_GRACE_MS))) {
       this.options.logger.error('a turn ignored its abort signal at shutdown; its message runs again at the next start');
     }
     // Sends that ended while the aborted turns returned are recorded before the store closes.
-    await this.deliveries.recorded();
+    await this.outbox.recorded();
     await this.writes.drained();
   }
 
@@ -211,7 +287,7 @@ export class Gateway implements Intake {
           return abort.signal;
         },
         reply: (text) =>
-          this.deliveries.deliver({
+          this.router.deliver({
             // Deterministic: a turn replayed after a crash does not send its replies twice.
             id: `${job.id}/${++replies}`,
             kind: 'reply',

@@ -17,8 +17,15 @@ const BODY_FIELDS: Record<string, string> = {
   messageId: 'message_id',
 };
 
-/** Seconds a 429 asks the caller to wait. */
-const RETRY_AFTER_SECONDS = 1;
+/** What a caller refused for a full outbox is asked to wait: a target that is down takes a while. */
+const OUTBOX_FULL_RETRY_AFTER_SECONDS = 30;
+/** Seconds a refused caller is asked to wait, by the code it was refused with. */
+const RETRY_AFTER_SECONDS: Partial<Record<ErrorCode, number>> = {
+  TL_INTAKE_FULL: 1,
+  TL_STARTING: 1,
+  TL_CHAT_BACKLOG_FULL: OUTBOX_FULL_RETRY_AFTER_SECONDS,
+  TL_OUTBOX_FULL: OUTBOX_FULL_RETRY_AFTER_SECONDS,
+};
 
 /**
  * Every failure leaves as `{error, code}` (and `field` when one field is at fault) with the
@@ -39,7 +46,8 @@ function answer(error: FastifyError | Error, request: FastifyRequest, reply: Fas
     return send(reply, error.statusCode, error.code, error.message.replace(`"${error.field}"`, `"${field}"`), field);
   }
   if (error instanceof ThreadlineError) {
-    if (error.code === 'TL_INTAKE_FULL') reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+    const retryAfter = RETRY_AFTER_SECONDS[error.code];
+    if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter));
     return send(reply, error.statusCode, error.code, error.message);
   }
   const fastifyError = error as FastifyError;

@@ -7,6 +7,7 @@ import type { Platform } from '../platforms/platform.js';
 import { SlackPlatform } from '../platforms/slack/slack-platform.js';
 import { TelegramPlatform } from '../platforms/telegram/telegram-platform.js';
 import { WebhookPlatform } from '../platforms/webhook/webhook-platform.js';
+import { acquireDataDirLock } from '../store/data-dir-lock.js';
 import { SqliteStore } from '../store/sqlite-store.js';
 import type { Store } from '../store/store.js';
 import { Gateway } from './gateway.js';
@@ -31,22 +32,35 @@ export interface GatewayParts {
   readonly agent?: Agent;
 }
 
-/** Builds and starts the whole gateway from its configuration. */
+/**
+ * Builds and starts the whole gateway from its configuration. The data dir's lock comes
+ * first, so a second gateway on it stops before touching anything; the server listens
+ * before anything is replayed, so a port in use fails before a delivery is sent again.
+ */
 export async function startGateway(config: GatewayConfig, parts: GatewayParts): Promise<RunningGateway> {
-  if (parts.store !== undefined) return assemble(config, parts, parts.store);
-  const store = await SqliteStore.open(join(config.dataDir, 'threadline.db'));
+  if (parts.store !== undefined) return assemble(config, parts, parts.store, () => {});
+  const lock = acquireDataDirLock(config.dataDir);
+  let store: Store | undefined;
   try {
-    return await assemble(config, parts, store);
+    store = await SqliteStore.open(join(config.dataDir, 'threadline.db'), {
+      doneMs: DONE_RETENTION_MS,
+      failedMs: config.deadLetterRetentionMs,
+    });
+    return await assemble(config, parts, store, () => lock.release());
   } catch (error) {
     // A start that failed (a port in use, say) must not leave the store's thread running.
-    await store.close().catch(() => {});
+    await store?.close().catch(() => {});
+    lock.release();
     throw error;
   }
 }
 
-async function assemble(config: GatewayConfig, parts: GatewayParts, store: Store): Promise<RunningGateway> {
+/** Done deliveries are kept a day: a turn replayed that late still finds its replies sent. */
+const DONE_RETENTION_MS = 24 * 3_600_000;
+
+async function assemble(config: GatewayConfig, parts: GatewayParts, store: Store, unlock: () => void): Promise<RunningGateway> {
   const { logger } = parts;
-  const platforms: Platform[] = [new WebhookPlatform({ ...config.webhook, logger })];
+  const platforms: Platform[] = [new WebhookPlatform({ ...config.webhook, idempotencyTtlMs: config.webhookIdempotencyMs, logger })];
   if (config.telegram !== undefined) platforms.push(new TelegramPlatform({ ...config.telegram, logger }));
   if (config.slack !== undefined) platforms.push(new SlackPlatform({ ...config.slack, logger }));
   const gateway = new Gateway({
@@ -57,23 +71,31 @@ async function assemble(config: GatewayConfig, parts: GatewayParts, store: Store
     concurrency: config.concurrency,
     queueCapacity: config.queueCapacity,
     perUserGroupSessions: config.perUserGroupSessions,
-    delivery: {
-      strictRouting: config.strictRouting,
+    strictRouting: config.strictRouting,
+    outbox: {
       maxAttempts: config.deliveryMaxAttempts,
-      backoff: { baseMs: config.deliveryBackoffMs, maxMs: config.deliveryBackoffMaxMs },
+      giveUpAfterMs: config.deliveryGiveUpMs,
+      backoff: { baseMs: config.deliveryBackoffMs, maxMs: config.deliveryBackoffMaxMs, maxRetryAfterMs: config.deliveryMaxRetryAfterMs },
       maxInFlight: config.concurrency,
-      leaseMs: 60_000,
+      leaseMs: config.deliveryLeaseMs,
+      maxOpenPerDestination: config.outboxMaxPerChat,
+      maxOpenTotal: config.outboxMaxPending,
     },
   });
   const server = buildServer(gateway, platforms, logger);
-  await gateway.start();
   const address = await server.listen({ port: config.port, host: config.host });
+  try {
+    await gateway.start();
+  } catch (error) {
+    await server.close();
+    throw error;
+  }
   for (const platform of platforms) platform.start?.(gateway);
   return {
     url: address,
     gateway,
     server,
     platforms,
-    stop: () => stopGateway({ platforms, gateway, server, store }, config.shutdownTimeoutMs, logger),
+    stop: () => stopGateway({ platforms, gateway, server, store }, config.shutdownTimeoutMs, logger).finally(unlock),
   };
 }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Platform } from '../platforms/platform.js';
-import { settledBy } from './deadline.js';
+import { settledBy } from '../deadline.js';
 
 /** What a running gateway is made of, as far as stopping it goes. */
 export interface StoppableGateway {

@@ -1,7 +1,7 @@
 import { context, trace, type Span } from '@opentelemetry/api';
 import { suppressTracing } from '@opentelemetry/core';
 import { Agent, type Dispatcher } from 'undici';
-import { DeliveryError, messageOf } from '../errors.js';
+import { answerFailure, networkFailure, type DeliveryError } from '../errors.js';
 
 export interface PostOptions {
   readonly headers: Readonly<Record<string, string>>;
@@ -158,7 +158,7 @@ class PostAnswer implements Dispatcher.DispatchHandlers {
 
   private failWithAnswer(): void {
     const detail = Buffer.concat(this.detail).toString('utf8').slice(0, DETAIL_CHARS);
-    this.settle(answerError(this.status, this.retryAfter, detail, this.options.what));
+    this.settle(answerFailure(this.status, this.retryAfter, detail, this.options.what));
   }
 
   private settle(error: DeliveryError | undefined): void {
@@ -170,25 +170,3 @@ class PostAnswer implements Dispatcher.DispatchHandlers {
   }
 }
 
-function answerError(status: number, retryAfter: string | undefined, detail: string, what: string): DeliveryError {
-  return new DeliveryError(`${what} answered ${status}${detail ? `: ${detail}` : ''}`, {
-    retryable: status >= 500 || status === 429,
-    retryAfterMs: retryAfterMs(retryAfter),
-  });
-}
-
-/** A request that failed before any answer (refused, reset, timed out) is worth retrying. */
-export function networkFailure(error: unknown, what: string): DeliveryError {
-  if (error instanceof DeliveryError) return error;
-  const reason = messageOf(error);
-  return new DeliveryError(`${what} could not be reached: ${reason}`, { retryable: true, cause: error });
-}
-
-/** Retry-After as seconds or an HTTP date (RFC 9110 section 10.2.3), in milliseconds. */
-function retryAfterMs(header: string | undefined): number | undefined {
-  if (header === undefined) return undefined;
-  const seconds = Number(header);
-  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
-  const date = Date.parse(header);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
-}

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { InboundTrace, SessionInput } from '../session/index.js';
-import type { DeliveryKind, Destination } from '../store/store.js';
+import type { DeliveryKind, Destination } from '../deliveries/delivery.js';
 
 /** A message as a platform adapter parsed it: who it is from and what it says. */
 export interface InboundMessage {
@@ -13,15 +13,27 @@ export interface AcceptedMessage {
   readonly messageId: string;
   readonly sessionId: string;
   readonly traceId: string;
+  /** The platform's id for the message was seen before: this is the first one's answer, and no turn runs. */
+  readonly duplicate?: boolean;
+}
+
+/** How intake recognises a message the platform (or a client) sends again. */
+export interface Idempotency {
+  /** The platform's own id for the message, unique among its messages. */
+  readonly key: string;
+  /** How long it is remembered: longer than the platform's redelivery window. */
+  readonly ttlMs: number;
 }
 
 /** What an adapter hands inbound messages to. */
 export interface Intake {
   /**
-   * Validates, persists and queues a message; resolves once it is durable. Throws a
-   * ThreadlineError (TL_SESSION_INVALID, TL_INTAKE_FULL, TL_SHUTTING_DOWN) otherwise.
+   * Validates, persists and queues a message; resolves once it is durable, or with the first
+   * answer when `idempotency` names a message already taken. Throws a ThreadlineError
+   * (TL_SESSION_INVALID, TL_INTAKE_FULL, TL_CHAT_BACKLOG_FULL, TL_OUTBOX_FULL, TL_STARTING,
+   * TL_SHUTTING_DOWN, TL_STORE_FAILED) otherwise.
    */
-  accept(message: InboundMessage, inbound: InboundTrace): Promise<AcceptedMessage>;
+  accept(message: InboundMessage, inbound: InboundTrace, idempotency?: Idempotency): Promise<AcceptedMessage>;
 }
 
 /** One outbound message for a platform to send. */

@@ -2,49 +2,25 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { ThreadlineError, messageOf } from '../errors.js';
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS messages (
-  id TEXT PRIMARY KEY,
-  routing TEXT NOT NULL,
-  text TEXT NOT NULL,
-  received_at INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS deliveries (
-  id TEXT PRIMARY KEY,
-  kind TEXT NOT NULL,
-  destination TEXT NOT NULL,
-  text TEXT NOT NULL,
-  in_reply_to TEXT,
-  origin TEXT NOT NULL,
-  status TEXT NOT NULL,
-  attempts INTEGER NOT NULL DEFAULT 0,
-  due_at INTEGER NOT NULL,
-  last_error TEXT,
-  created_at INTEGER NOT NULL,
-  leased INTEGER NOT NULL DEFAULT 1
-);
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, due_at);
-CREATE INDEX IF NOT EXISTS deliveries_done ON deliveries (created_at) WHERE status = 'done';
-CREATE INDEX IF NOT EXISTS deliveries_pending_destination ON deliveries (destination) WHERE status = 'pending';
-CREATE TABLE IF NOT EXISTS homes (
-  platform TEXT PRIMARY KEY,
-  destination TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS conversations (
-  key TEXT PRIMARY KEY,
-  epoch INTEGER NOT NULL
-);
-`;
+import { NEXT_AT, createSchema } from './sqlite-schema.js';
 
 /**
- * Done deliveries deleted per prune: a day's worth in one DELETE would hold the store's
- * thread for as long as it takes. A prune runs once a second, or every 10 ms while the last
- * batch was full, so at most one a commit and still up to 100,000 rows a second.
+ * Finished deliveries and expired intake keys deleted per prune: a day's worth in one DELETE
+ * would hold the store's thread for as long as it takes. A prune runs once a second, or every
+ * 10 ms while the last batch was full.
  */
 export const PRUNE_BATCH = 1_000;
 const PRUNE_INTERVAL_MS = 1_000;
 const PRUNE_BACKLOG_INTERVAL_MS = 10;
+/** How long a writer waits for another connection's write (the CLI's, say) before failing. */
+const BUSY_TIMEOUT_MS = 5_000;
+
+export interface Retention {
+  /** How long done deliveries are kept, so a turn replayed that late finds its replies sent. */
+  readonly doneMs: number;
+  /** How long failed deliveries (dead letters) are kept for listing and retrying. */
+  readonly failedMs: number;
+}
 
 export interface MessageRow {
   id: string;
@@ -60,9 +36,35 @@ export interface DeliveryRow {
   text: string;
   in_reply_to: string | null;
   origin: string;
+  status: string;
   attempts: number;
+  attempts_since: number;
+  due_at: number;
+  lease_until: number | null;
+  last_error: string | null;
   created_at: number;
+  finished_at: number | null;
 }
+
+/** What intake checks in the transaction that appends a message. */
+export interface AcceptChecks {
+  /** The message's own destination, whose open deliveries are capped. */
+  readonly destination: string;
+  readonly maxOpenPerDestination: number;
+  readonly maxOpenTotal: number;
+  /** A platform's id for the message: a second message with it gets the first's answer. */
+  readonly idempotencyKey?: string;
+  /** The answer to remember under the key, and until when. */
+  readonly answer?: string;
+  readonly keyExpiresAt?: number;
+}
+
+export type AcceptResult =
+  | { readonly status: 'accepted' }
+  | { readonly status: 'duplicate'; readonly answer: string }
+  | { readonly status: 'full'; readonly scope: 'destination' | 'total'; readonly open: number };
+
+export type AddResult = 'claimed' | 'queued' | 'exists';
 
 /** Opens the database file in WAL mode with synchronous=NORMAL and creates the schema. */
 export function openDatabase(path: string): Database.Database {
@@ -71,8 +73,8 @@ export function openDatabase(path: string): Database.Database {
     const db = new Database(path);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
-    db.exec(SCHEMA);
-    addLeasedColumn(db);
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    createSchema(db);
     return db;
   } catch (error) {
     throw new ThreadlineError(
@@ -83,55 +85,68 @@ export function openDatabase(path: string): Database.Database {
   }
 }
 
-/**
- * Stores written before deliveries had a `leased` flag get it, set on every row: the next
- * start then makes them all due at once, as those versions did.
- */
-function addLeasedColumn(db: Database.Database): void {
-  const columns = db.prepare<[], { name: string }>('PRAGMA table_info(deliveries)').all();
-  if (!columns.some((column) => column.name === 'leased')) db.exec('ALTER TABLE deliveries ADD COLUMN leased INTEGER NOT NULL DEFAULT 1');
-}
+const DELIVERY_COLUMNS = `id, kind, destination, text, in_reply_to, origin, status, attempts, attempts_since, due_at, lease_until, last_error, created_at, finished_at`;
 
 /**
  * Every statement the store runs, prepared once, as functions of plain values: they are
- * called by name with arguments posted from the event-loop thread. JSON columns arrive
- * encoded and leave encoded; times come from the caller.
+ * called by name with arguments posted from the event-loop thread, or by the CLI on its own
+ * connection. Each function is one transaction's worth of work; JSON columns arrive encoded
+ * and leave encoded; times come from the caller.
  */
-export function sqliteOperations(db: Database.Database, retentionMs: number) {
+export function sqliteOperations(db: Database.Database, retention: Retention) {
   const statement = <Row = unknown>(sql: string) => db.prepare<unknown[], Row>(sql);
   const appendMessage = statement('INSERT INTO messages (id, routing, text, received_at) VALUES (?, ?, ?, ?)');
   const removeMessage = statement('DELETE FROM messages WHERE id = ?');
   const pendingMessages = statement<MessageRow>('SELECT id, routing, text, received_at FROM messages ORDER BY received_at, rowid');
+  const intakeAnswer = statement<{ answer: string }>('SELECT answer FROM intake_keys WHERE key = ? AND expires_at > ?');
+  const rememberKey = statement(
+    'INSERT INTO intake_keys (key, answer, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET answer = excluded.answer, expires_at = excluded.expires_at',
+  );
+  const openOf = statement<{ open: number }>('SELECT open FROM outbox_open WHERE destination = ?');
+  const openTotal = statement<{ open: number }>('SELECT open FROM outbox_totals WHERE id = 1');
+  const fullDestinations = statement<{ n: number }>('SELECT COUNT(*) AS n FROM outbox_open WHERE open >= ?');
   const addDelivery = statement(
-    `INSERT OR IGNORE INTO deliveries (id, kind, destination, text, in_reply_to, origin, status, attempts, due_at, created_at, leased)
-     VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, 1)`,
+    `INSERT OR IGNORE INTO deliveries (id, kind, destination, text, in_reply_to, origin, status, head, attempts, attempts_since, due_at, lease_until, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
   );
-  const markDone = statement(`UPDATE deliveries SET status = 'done', attempts = attempts + 1, last_error = NULL WHERE id = ?`);
-  // A leased row is being sent (due_at is when the lease ends); one waiting for its retry is not.
-  const lease = statement(`UPDATE deliveries SET due_at = ?, leased = 1 WHERE id = ?`);
-  const releaseLeases = statement(`UPDATE deliveries SET due_at = ?, leased = 0 WHERE status = 'pending' AND leased = 1`);
-  const retryAt = statement(`UPDATE deliveries SET attempts = attempts + 1, due_at = ?, last_error = ?, leased = 0 WHERE id = ?`);
-  const markFailed = statement(`UPDATE deliveries SET status = 'failed', attempts = attempts + 1, last_error = ? WHERE id = ?`);
-  // Only the oldest pending delivery of a destination is ever due: a chat gets its
-  // deliveries in order, and one waiting for its retry holds back the ones behind it.
-  const oldestOfItsDestination = `NOT EXISTS (SELECT 1 FROM deliveries o
-     WHERE o.status = 'pending' AND o.destination = d.destination AND o.rowid < d.rowid)`;
-  const due = statement<DeliveryRow>(
-    `SELECT id, kind, destination, text, in_reply_to, origin, attempts, created_at FROM deliveries d
-     WHERE status = 'pending' AND due_at <= ? AND ${oldestOfItsDestination} ORDER BY due_at, rowid LIMIT ?`,
+  const claim = statement<DeliveryRow>(
+    `UPDATE deliveries SET status = 'sending', lease_until = ?
+     WHERE rowid IN (SELECT rowid FROM deliveries WHERE head = 1 AND ${NEXT_AT} <= ? ORDER BY ${NEXT_AT} LIMIT ?)
+     RETURNING ${DELIVERY_COLUMNS}`,
   );
-  const nextDue = statement<{ due_at: number | null }>(
-    `SELECT MIN(due_at) AS due_at FROM deliveries d WHERE status = 'pending' AND ${oldestOfItsDestination}`,
+  const nextAt = statement<{ at: number | null }>(`SELECT MIN(${NEXT_AT}) AS at FROM deliveries WHERE head = 1`);
+  const finish = statement<{ destination: string }>(
+    `UPDATE deliveries SET status = ?, head = 0, attempts = attempts + 1, last_error = ?, lease_until = NULL, finished_at = ?
+     WHERE id = ? AND status = 'sending' RETURNING destination`,
   );
-  const pendingByDestination = statement<{ destination: string; n: number }>(
-    `SELECT destination, COUNT(*) AS n FROM deliveries WHERE status = 'pending' GROUP BY destination`,
+  // The oldest pending delivery of a destination becomes its head once the one before it is finished.
+  const promote = statement(
+    `UPDATE deliveries SET head = 1 WHERE rowid = (SELECT MIN(rowid) FROM deliveries WHERE destination = ? AND status = 'pending')`,
   );
-  const pendingCount = statement<{ n: number }>(`SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending'`);
-  // INDEXED BY: the planner would walk every done row of (status, due_at) for the age test.
-  const prune = statement(
-    `DELETE FROM deliveries WHERE rowid IN
-       (SELECT rowid FROM deliveries INDEXED BY deliveries_done WHERE status = 'done' AND created_at < ? LIMIT ${PRUNE_BATCH})`,
+  const retryAt = statement(
+    `UPDATE deliveries SET status = 'pending', attempts = attempts + 1, due_at = ?, last_error = ?, lease_until = NULL WHERE id = ? AND status = 'sending'`,
   );
+  const releaseLeases = statement(`UPDATE deliveries SET status = 'pending', due_at = ?, lease_until = NULL WHERE status = 'sending'`);
+  const failedIds = statement<{ id: string; destination: string }>(`SELECT id, destination FROM deliveries WHERE status = 'failed' ORDER BY rowid`);
+  const failedById = statement<{ id: string; destination: string }>(`SELECT id, destination FROM deliveries WHERE id = ? AND status = 'failed'`);
+  const reopen = statement(
+    `UPDATE deliveries SET status = 'pending', head = ?, attempts = 0, attempts_since = ?, due_at = ?, finished_at = NULL WHERE id = ?`,
+  );
+  // A destination's text contains its chat id percent-encoded; the caller keeps exact matches.
+  const listFailed = statement<DeliveryRow>(
+    `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE status = 'failed' AND instr(destination, ?) > 0 ORDER BY finished_at DESC LIMIT ?`,
+  );
+  const listAll = statement<DeliveryRow>(
+    `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE instr(destination, ?) > 0 ORDER BY rowid DESC LIMIT ?`,
+  );
+  // Literal statuses: each DELETE then reads its own partial index by age.
+  const pruneDone = statement(
+    `DELETE FROM deliveries WHERE rowid IN (SELECT rowid FROM deliveries WHERE status = 'done' AND finished_at < ? LIMIT ${PRUNE_BATCH})`,
+  );
+  const pruneFailed = statement(
+    `DELETE FROM deliveries WHERE rowid IN (SELECT rowid FROM deliveries WHERE status = 'failed' AND finished_at < ? LIMIT ${PRUNE_BATCH})`,
+  );
+  const pruneKeys = statement(`DELETE FROM intake_keys WHERE key IN (SELECT key FROM intake_keys WHERE expires_at <= ? LIMIT ${PRUNE_BATCH})`);
   const getHome = statement<{ destination: string }>('SELECT destination FROM homes WHERE platform = ?');
   const setHome = statement(
     'INSERT INTO homes (platform, destination) VALUES (?, ?) ON CONFLICT (platform) DO UPDATE SET destination = excluded.destination',
@@ -140,48 +155,89 @@ export function sqliteOperations(db: Database.Database, retentionMs: number) {
   const nextEpoch = statement<{ epoch: number }>(
     'INSERT INTO conversations (key, epoch) VALUES (?, 1) ON CONFLICT (key) DO UPDATE SET epoch = epoch + 1 RETURNING epoch',
   );
+
+  const open = (destination: string): number => openOf.get(destination)?.open ?? 0;
+  /** Finishes a delivery being sent; true when the next of its destination became its head. */
+  const finishDelivery = (id: string, status: 'done' | 'failed', error: string | null, now: number): boolean => {
+    const finished = finish.get(status, error?.slice(0, 1000) ?? null, now, id);
+    if (finished === undefined) return false;
+    prune(now);
+    return promote.run(finished.destination).changes === 1;
+  };
   let nextPrune = 0;
+  const prune = (now: number): void => {
+    if (now < nextPrune) return;
+    const deleted = [
+      pruneDone.run(now - retention.doneMs).changes,
+      pruneFailed.run(now - retention.failedMs).changes,
+      pruneKeys.run(now).changes,
+    ];
+    nextPrune = now + (deleted.some((n) => n === PRUNE_BATCH) ? PRUNE_BACKLOG_INTERVAL_MS : PRUNE_INTERVAL_MS);
+  };
+
   return {
-    appendMessage(id: string, routing: string, text: string, receivedAt: number): void {
+    /**
+     * Appends an accepted message unless its idempotency key was seen (the first answer is
+     * returned) or its destination's open deliveries, or all of them, are at their cap.
+     */
+    acceptMessage(id: string, routing: string, text: string, receivedAt: number, checks: AcceptChecks): AcceptResult {
+      if (checks.idempotencyKey !== undefined) {
+        const seen = intakeAnswer.get(checks.idempotencyKey, receivedAt);
+        if (seen !== undefined) return { status: 'duplicate', answer: seen.answer };
+      }
+      const mine = open(checks.destination);
+      if (mine >= checks.maxOpenPerDestination) return { status: 'full', scope: 'destination', open: mine };
+      const total = openTotal.get()!.open;
+      if (total >= checks.maxOpenTotal) return { status: 'full', scope: 'total', open: total };
       appendMessage.run(id, routing, text, receivedAt);
+      if (checks.idempotencyKey !== undefined) rememberKey.run(checks.idempotencyKey, checks.answer, checks.keyExpiresAt);
+      return { status: 'accepted' };
     },
     completeMessage(id: string): void {
       removeMessage.run(id);
     },
     pendingMessages: (): MessageRow[] => pendingMessages.all(),
-    addDelivery(id: string, kind: string, destination: string, text: string, inReplyTo: string | null, origin: string, dueAt: number, createdAt: number): boolean {
-      return addDelivery.run(id, kind, destination, text, inReplyTo, origin, dueAt, createdAt).changes === 1;
+    /**
+     * Records a delivery. With nothing of its destination open it is that destination's head
+     * and is claimed at once (`claimed`: the caller sends it now); otherwise it waits its turn.
+     */
+    addDelivery(id: string, kind: string, destination: string, text: string, inReplyTo: string | null, origin: string, now: number, leaseUntil: number): AddResult {
+      const head = open(destination) === 0;
+      const added = addDelivery.run(id, kind, destination, text, inReplyTo, origin, head ? 'sending' : 'pending', head ? 1 : 0, now, now, head ? leaseUntil : null, now);
+      return added.changes === 0 ? 'exists' : head ? 'claimed' : 'queued';
     },
-    /** Also prunes done deliveries older than the retention, in bounded batches. */
-    markDone(id: string, now: number): void {
-      markDone.run(id);
-      if (now >= nextPrune) {
-        const full = prune.run(now - retentionMs).changes === PRUNE_BATCH;
-        nextPrune = now + (full ? PRUNE_BACKLOG_INTERVAL_MS : PRUNE_INTERVAL_MS);
-      }
+    /**
+     * Marks up to `limit` heads that need attention by `now` as being sent until `leaseUntil`:
+     * due pending ones, and sending ones whose lease ended (their sender died or lost its
+     * record). Returns them, and when the next head will need attention.
+     */
+    claim(now: number, limit: number, leaseUntil: number): { rows: DeliveryRow[]; nextAt: number | undefined } {
+      const rows = claim.all(leaseUntil, now, limit);
+      return { rows, nextAt: nextAt.get()?.at ?? undefined };
     },
-    lease(id: string, until: number): void {
-      lease.run(until, id);
-    },
-    releaseLeases(now: number): void {
-      releaseLeases.run(now);
-    },
+    markDone: (id: string, now: number): boolean => finishDelivery(id, 'done', null, now),
+    markFailed: (id: string, error: string, now: number): boolean => finishDelivery(id, 'failed', error, now),
     retryAt(id: string, dueAt: number, error: string): void {
       retryAt.run(dueAt, error.slice(0, 1000), id);
     },
-    markFailed(id: string, error: string): void {
-      markFailed.run(error.slice(0, 1000), id);
+    /** At start-up, under the data dir's lock: whatever was being sent is due now. */
+    releaseLeases(now: number): void {
+      releaseLeases.run(now);
     },
-    due(now: number, limit: number, skip: readonly string[]): DeliveryRow[] {
-      const excluded = new Set(skip);
-      return due
-        .all(now, limit + excluded.size)
-        .filter((row) => !excluded.has(row.id))
-        .slice(0, limit);
+    /** Makes failed deliveries pending again, each behind what its destination has open. */
+    retryFailed(id: string | null, now: number): number {
+      const rows = id === null ? failedIds.all() : failedById.all(id);
+      for (const row of rows) reopen.run(open(row.destination) === 0 ? 1 : 0, now, now, row.id);
+      return rows.length;
     },
-    nextDueAt: (): number | undefined => nextDue.get()?.due_at ?? undefined,
-    pendingByDestination: (): { destination: string; n: number }[] => pendingByDestination.all(),
-    pendingCount: (): number => pendingCount.get()?.n ?? 0,
+    /** The newest deliveries (failed ones only, if asked) whose destination text contains `part`. */
+    listDeliveries: (failedOnly: boolean, part: string, limit: number): DeliveryRow[] =>
+      (failedOnly ? listFailed : listAll).all(part, limit),
+    pressure: (maxOpenPerDestination: number): { open: number; fullDestinations: number } => ({
+      open: openTotal.get()!.open,
+      fullDestinations: fullDestinations.get(maxOpenPerDestination)!.n,
+    }),
+    openOf: open,
     getHome: (platform: string): string | undefined => getHome.get(platform)?.destination,
     setHome(platform: string, destination: string): void {
       setHome.run(platform, destination);

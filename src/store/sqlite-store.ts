@@ -1,23 +1,25 @@
+import { formatDestination, parseDestination, type Delivery, type DeliveryRecord, type Destination } from '../deliveries/delivery.js';
 import type { RoutingSnapshot } from '../session/index.js';
-import type { DeliveryRow } from './sqlite-operations.js';
+import type { DeliveryRow, Retention } from './sqlite-operations.js';
 import { SqliteThread } from './sqlite-thread.js';
-import type { Conversations, Destination, HomeChannels, MessageLog, Outbox, Store, StoredDelivery } from './store.js';
+import type { Conversations, HomeChannels, MessageLog, OutboxStore, Store } from './store.js';
 
 /** Conversation epochs kept in memory; a miss costs one read. */
 const EPOCH_CACHE_SIZE = 100_000;
 const DAY_MS = 24 * 3600_000;
+const DEFAULT_RETENTION: Retention = { doneMs: DAY_MS, failedMs: 7 * DAY_MS };
 
 /**
  * The embedded store: one SQLite file in WAL mode with synchronous=NORMAL, which keeps
  * every committed write through a process crash (kill -9); only an OS crash can lose the
  * last transactions. The connection lives on a thread of its own (SqliteThread), where
- * each event-loop turn's statements commit together. Completed messages are deleted;
- * completed deliveries are kept for `retentionMs` (a day) so a replayed turn finds their
- * ids, then pruned in bounded batches.
+ * each event-loop turn's statements commit together. Completed messages are deleted; done
+ * deliveries are kept for `retention.doneMs` (a day) so a replayed turn finds their ids,
+ * failed ones for `retention.failedMs` (a week) as dead letters, then pruned in batches.
  */
 export class SqliteStore implements Store {
   readonly messages: MessageLog;
-  readonly outbox: Outbox;
+  readonly outbox: OutboxStore;
   readonly homes: HomeChannels;
   readonly conversations: Conversations;
 
@@ -29,8 +31,8 @@ export class SqliteStore implements Store {
   }
 
   /** Opens the store, creating it and its directory if needed; TL_STORE_FAILED says why it cannot. */
-  static async open(path: string, retentionMs = DAY_MS): Promise<SqliteStore> {
-    return new SqliteStore(await SqliteThread.start(path, retentionMs));
+  static async open(path: string, retention: Retention = DEFAULT_RETENTION): Promise<SqliteStore> {
+    return new SqliteStore(await SqliteThread.start(path, retention));
   }
 
   close(): Promise<void> {
@@ -55,7 +57,15 @@ function encodeRouting(routing: RoutingSnapshot): string {
 
 function messageLog(thread: SqliteThread): MessageLog {
   return {
-    append: (message) => thread.call('appendMessage', message.id, encodeRouting(message.routing), message.text, message.receivedAt),
+    accept: (message, checks) =>
+      thread.call('acceptMessage', message.id, encodeRouting(message.routing), message.text, message.receivedAt, {
+        destination: formatDestination(checks.destination),
+        maxOpenPerDestination: checks.maxOpenPerDestination,
+        maxOpenTotal: checks.maxOpenTotal,
+        ...(checks.idempotency === undefined
+          ? {}
+          : { idempotencyKey: checks.idempotency.key, answer: checks.idempotency.answer, keyExpiresAt: checks.idempotency.expiresAt }),
+      }),
     complete: (id) => thread.call('completeMessage', id),
     pending: async () =>
       (await thread.call('pendingMessages')).map((row) => ({
@@ -67,49 +77,56 @@ function messageLog(thread: SqliteThread): MessageLog {
   };
 }
 
-function outbox(thread: SqliteThread): Outbox {
+function outbox(thread: SqliteThread): OutboxStore {
   return {
-    add: (delivery, dueAt) =>
+    add: (delivery, leaseUntil) =>
       thread.call(
         'addDelivery',
         delivery.id,
         delivery.kind,
-        encodeDestination(delivery.destination),
+        formatDestination(delivery.destination),
         delivery.text,
         delivery.inReplyTo ?? null,
         encodeRouting(delivery.origin),
-        dueAt,
         delivery.createdAt,
+        leaseUntil,
       ),
+    claim: async (now, limit, leaseUntil) => {
+      const { rows, nextAt } = await thread.call('claim', now, limit, leaseUntil);
+      return { deliveries: rows.map(toRecord), nextAt };
+    },
     markDone: (id) => thread.call('markDone', id, Date.now()),
-    lease: (id, until) => thread.call('lease', id, until),
-    releaseLeases: (now) => thread.call('releaseLeases', now),
     retryAt: (id, dueAt, error) => thread.call('retryAt', id, dueAt, error),
-    markFailed: (id, error) => thread.call('markFailed', id, error),
-    due: async (now, limit, skip) => (await thread.call('due', now, limit, [...skip])).map(toDelivery),
-    nextDueAt: () => thread.call('nextDueAt'),
-    pendingByDestination: async () =>
-      (await thread.call('pendingByDestination')).map((row) => ({ destination: JSON.parse(row.destination) as Destination, count: row.n })),
-    pendingCount: () => thread.call('pendingCount'),
+    markFailed: (id, error) => thread.call('markFailed', id, error, Date.now()),
+    releaseLeases: (now) => thread.call('releaseLeases', now),
+    retryFailed: (id) => thread.call('retryFailed', id ?? null, Date.now()),
+    list: async ({ failedOnly = false, chatId, limit }) => {
+      const rows = await thread.call('listDeliveries', failedOnly, chatId === undefined ? '' : encodeURIComponent(chatId), limit);
+      return rows.map(toRecord).filter((record) => chatId === undefined || record.destination.chatId === chatId);
+    },
+    pressure: (maxOpenPerDestination) => thread.call('pressure', maxOpenPerDestination),
   };
 }
 
-/** One spelling per destination: the store orders deliveries by equal destination text. */
-function encodeDestination(destination: Destination): string {
-  const { platform, chatId, threadId } = destination;
-  return JSON.stringify(threadId === undefined ? { platform, chatId } : { platform, chatId, threadId });
-}
-
-function toDelivery(row: DeliveryRow): StoredDelivery {
-  return {
+function toRecord(row: DeliveryRow): DeliveryRecord {
+  const delivery: Delivery = {
     id: row.id,
-    kind: row.kind as StoredDelivery['kind'],
-    destination: JSON.parse(row.destination) as Destination,
+    kind: row.kind as Delivery['kind'],
+    destination: parseDestination(row.destination),
     text: row.text,
     ...(row.in_reply_to === null ? {} : { inReplyTo: row.in_reply_to }),
     origin: JSON.parse(row.origin) as RoutingSnapshot,
     attempts: row.attempts,
     createdAt: row.created_at,
+    attemptsSince: row.attempts_since,
+  };
+  return {
+    ...delivery,
+    status: row.status as DeliveryRecord['status'],
+    dueAt: row.due_at,
+    ...(row.lease_until === null ? {} : { leaseUntil: row.lease_until }),
+    ...(row.last_error === null ? {} : { lastError: row.last_error }),
+    ...(row.finished_at === null ? {} : { finishedAt: row.finished_at }),
   };
 }
 
@@ -117,9 +134,11 @@ function homeChannels(thread: SqliteThread): HomeChannels {
   return {
     get: async (platform) => {
       const json = await thread.call('getHome', platform);
-      return json === undefined ? undefined : (JSON.parse(json) as Destination);
+      if (json === undefined) return undefined;
+      // Stores of earlier versions kept a home as JSON.
+      return json.startsWith('{') ? (JSON.parse(json) as Destination) : parseDestination(json);
     },
-    set: (destination) => thread.call('setHome', destination.platform, JSON.stringify(destination)),
+    set: (destination) => thread.call('setHome', destination.platform, formatDestination(destination)),
   };
 }
 

@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { ThreadlineError, messageOf } from '../errors.js';
 import { runDetached } from '../session/index.js';
-import type { OperationName, SqliteOperations } from './sqlite-operations.js';
+import type { OperationName, Retention, SqliteOperations } from './sqlite-operations.js';
 
 /** One operation by name with its arguments, as posted to the store's thread. */
 export type Call = readonly [name: OperationName, args: readonly unknown[]];
@@ -17,7 +17,7 @@ export interface WorkerReady {
 }
 export interface StoreWorkerData {
   readonly path: string;
-  readonly retentionMs: number;
+  readonly retention: Retention;
 }
 
 interface Caller {
@@ -62,9 +62,9 @@ export class SqliteThread {
   }
 
   /** Starts the thread and opens the database there; TL_STORE_FAILED says why it cannot. */
-  static async start(path: string, retentionMs: number): Promise<SqliteThread> {
+  static async start(path: string, retention: Retention): Promise<SqliteThread> {
     // Created in the root context: its events must not run in whichever session started it.
-    const worker = runDetached(() => spawnWorker({ path, retentionMs }));
+    const worker = runDetached(() => spawnWorker({ path, retention }));
     const ready = await new Promise<WorkerReady>((resolve) => {
       const settle = (outcome: WorkerReady) => {
         worker.off('message', settle).off('error', failed).off('exit', exited);

@@ -10,7 +10,7 @@ import { openDatabase, sqliteOperations } from './sqlite-operations.js';
 import type { Batch, BatchAnswer, StoreWorkerData, WorkerReady } from './sqlite-thread.js';
 
 const port = parentPort!;
-const { path, retentionMs } = workerData as StoreWorkerData;
+const { path, retention } = workerData as StoreWorkerData;
 
 let db: Database.Database;
 try {
@@ -19,8 +19,10 @@ try {
   port.postMessage({ error: messageOf(error) } satisfies WorkerReady);
   process.exit(0);
 }
-const operations = sqliteOperations(db, retentionMs) as Record<string, (...args: unknown[]) => unknown>;
+const operations = sqliteOperations(db, retention) as Record<string, (...args: unknown[]) => unknown>;
 const runBatch = db.transaction((batch: Batch) => batch.map(([name, args]) => operations[name]!(...args)));
+// Alone, an operation of several statements is still one transaction.
+const runOne = db.transaction((name: string, args: readonly unknown[]) => operations[name]!(...args));
 
 port.on('message', (message: Batch | 'close') => {
   if (message === 'close') {
@@ -37,7 +39,7 @@ port.on('message', (message: Batch | 'close') => {
     answer = { results: [], errors: [] };
     for (const [i, [name, args]] of message.entries()) {
       try {
-        answer.results[i] = operations[name]!(...args);
+        answer.results[i] = runOne(name, args);
       } catch (error) {
         answer.errors![i] = describe(error);
       }

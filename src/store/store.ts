@@ -1,13 +1,13 @@
+import type { Delivery, DeliveryRecord, Destination } from '../deliveries/delivery.js';
 import type { RoutingSnapshot } from '../session/index.js';
 
 /**
  * The persistence seam. Everything is async so that a networked backend (Redis, in the
- * distributed mode) can implement it; the embedded SQLite store answers synchronously
- * inside the promise.
+ * distributed mode) can implement it; the embedded SQLite store answers on its own thread.
  */
 export interface Store {
   readonly messages: MessageLog;
-  readonly outbox: Outbox;
+  readonly outbox: OutboxStore;
   readonly homes: HomeChannels;
   readonly conversations: Conversations;
   close(): Promise<void>;
@@ -22,60 +22,73 @@ export interface StoredMessage {
   readonly receivedAt: number;
 }
 
+/** What is checked in the same transaction that appends a message. */
+export interface AcceptChecks {
+  /** The destination the message's replies go to; its open deliveries are capped. */
+  readonly destination: Destination;
+  readonly maxOpenPerDestination: number;
+  readonly maxOpenTotal: number;
+  /** The platform's id for the message, remembered with `answer` until `keyExpiresAt`. */
+  readonly idempotency?: { readonly key: string; readonly answer: string; readonly expiresAt: number };
+}
+
+export type AcceptOutcome =
+  | { readonly status: 'accepted' }
+  /** The key was seen: nothing appended; `answer` is what the first message was answered. */
+  | { readonly status: 'duplicate'; readonly answer: string }
+  /** Nothing appended: the destination's, or every destination's, open deliveries are at their cap. */
+  | { readonly status: 'full'; readonly scope: 'destination' | 'total'; readonly open: number };
+
 export interface MessageLog {
-  append(message: StoredMessage): Promise<void>;
+  /** Appends the message unless a check refuses it, atomically with the checks. */
+  accept(message: StoredMessage, checks: AcceptChecks): Promise<AcceptOutcome>;
   complete(id: string): Promise<void>;
   /** Messages accepted but not completed, oldest first: what a restart must run again. */
   pending(): Promise<StoredMessage[]>;
 }
 
-/** Where a delivery goes. */
-export interface Destination {
-  readonly platform: string;
-  readonly chatId: string;
-  readonly threadId?: string;
+/** A delivery before it has been attempted. */
+export type NewDelivery = Omit<Delivery, 'attempts' | 'attemptsSince'>;
+
+/**
+ * `claimed`: first of its destination, recorded as being sent: send it now. `queued`: behind
+ * others of its destination; the outbox sends it in turn. `exists`: the id was recorded before
+ * (a replayed turn), nothing changed.
+ */
+export type AddOutcome = 'claimed' | 'queued' | 'exists';
+
+export interface OutboxPressure {
+  /** Open (pending or sending) deliveries in all. */
+  readonly open: number;
+  /** Destinations whose open deliveries are at the per-destination cap. */
+  readonly fullDestinations: number;
 }
 
-export type DeliveryKind = 'reply' | 'notification' | 'cron' | 'send';
-
-/** One outbound message. `id` is its idempotency key, stable across retries and restarts. */
-export interface StoredDelivery {
-  readonly id: string;
-  readonly kind: DeliveryKind;
-  readonly destination: Destination;
-  readonly text: string;
-  readonly inReplyTo?: string;
-  /** The routing of the work that produced it (see the misroute guard). */
-  readonly origin: RoutingSnapshot;
-  readonly attempts: number;
-  readonly createdAt: number;
-}
-
-export interface Outbox {
-  /** Writes a pending delivery; false when one with this id exists already (a replayed turn). */
-  add(delivery: StoredDelivery, dueAt: number): Promise<boolean>;
-  markDone(id: string): Promise<void>;
-  /** Leases a pending delivery being sent until `until`, so it is not picked up again meanwhile. `add` leases too. */
-  lease(id: string, until: number): Promise<void>;
-  /** Counts an attempt and sets when to try again; ends the lease. */
+/**
+ * The outbox's state, owned by the store alone: each destination's deliveries form a queue
+ * whose head is the only one that may be sent, so a chat keeps its order.
+ */
+export interface OutboxStore {
+  add(delivery: NewDelivery, leaseUntil: number): Promise<AddOutcome>;
+  /**
+   * Atomically marks as being sent (until `leaseUntil`) up to `limit` heads that need it by
+   * `now`: pending ones that are due, and ones whose lease ended. Also says when the next
+   * head will need attention, for the outbox's timer.
+   */
+  claim(now: number, limit: number, leaseUntil: number): Promise<{ deliveries: Delivery[]; nextAt: number | undefined }>;
+  /** The platform accepted it. True when the next delivery of its destination is now its head. */
+  markDone(id: string): Promise<boolean>;
+  /** Counts the attempt and makes it pending again, due at `dueAt`; it stays its destination's head. */
   retryAt(id: string, dueAt: number, error: string): Promise<void>;
-  /** Gives up: kept for inspection with its last error, never retried. */
-  markFailed(id: string, error: string): Promise<void>;
-  /**
-   * Makes every leased delivery due at `now`: at start-up nothing is being sent any more. One
-   * waiting for its retry keeps its time, so a platform's Retry-After outlives a restart.
-   */
+  /** Gives up: kept as a dead letter with its last error. True as for markDone. */
+  markFailed(id: string, error: string): Promise<boolean>;
+  /** At start-up, under the data dir's lock: deliveries being sent by an earlier process are due now. */
   releaseLeases(now: number): Promise<void>;
-  /**
-   * Deliveries due by `now`, oldest first, each the oldest pending one of its destination
-   * (so a chat gets its deliveries in order), excluding `skip` (ones being sent).
-   */
-  due(now: number, limit: number, skip: ReadonlySet<string>): Promise<StoredDelivery[]>;
-  /** The earliest due time of a delivery `due` could return, for the retry timer. */
-  nextDueAt(): Promise<number | undefined>;
-  /** How many deliveries are pending for each destination that has any. */
-  pendingByDestination(): Promise<{ destination: Destination; count: number }[]>;
-  pendingCount(): Promise<number>;
+  /** Failed deliveries (one by id, or all) made pending again with a fresh series of attempts; how many. */
+  retryFailed(id: string | undefined): Promise<number>;
+  /** The newest deliveries, failed ones only if asked, of one chat if asked. */
+  list(filter: { readonly failedOnly?: boolean; readonly chatId?: string; readonly limit: number }): Promise<DeliveryRecord[]>;
+  pressure(maxOpenPerDestination: number): Promise<OutboxPressure>;
 }
 
 /** The per-platform home channel set by /sethome; target of `home` deliveries. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
-import { EchoAgent, commandOf } from '../../src/agent/echo-agent.js';
+import { commandOf } from '../../src/agent/command.js';
+import { EchoAgent } from '../../src/agent/echo-agent.js';
 import type { TestGateway } from '../../src/testing/index.js';
 import { useTestGateways, webhookOrigin } from '../helpers/gateway.js';
 
@@ -42,7 +43,7 @@ describe('EchoAgent through the gateway', () => {
     await gateway.receiver.waitFor(1);
     const answer = await gateway.send({ chat_id: 'other', text: 'hello' });
     await gateway.receiver.waitFor(2);
-    await gateway.running.gateway.deliveries.deliver({
+    await gateway.running.gateway.router.deliver({
       id: 'cron-1',
       kind: 'cron',
       text: 'daily digest',

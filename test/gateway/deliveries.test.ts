@@ -17,9 +17,9 @@ describe('delivery retries', () => {
     await g.send({ chat_id: 'c', text: 'persistent' });
     const [delivery] = await g.receiver.waitFor(1);
     expect(delivery!.body.text).toBe('persistent');
-    await until(async () => (await g.running.gateway.deliveries.pendingCount()) === 0);
+    await until(async () => (await g.running.gateway.health()).outbox.open === 0);
     expect(g.receiver.received).toHaveLength(1);
-    expect(g.running.gateway.deliveries.stats).toMatchObject({ delivered: 1, retried: 3, failed: 0 });
+    expect(g.running.gateway.outbox.stats()).toMatchObject({ delivered: 1, retried: 3, failed: 0 });
   });
 
   it('gives up on a 4xx other than 429 and keeps the delivery as failed', async () => {
@@ -29,16 +29,16 @@ describe('delivery retries', () => {
     const spans = await g.waitForSpans(answer.body['trace_id'] as string, ['gateway.message']);
     const deliver = spans.find((span) => span.name === 'gateway.deliver')!;
     expect(deliver.status.code).toBe(SpanStatusCode.ERROR);
-    expect(g.running.gateway.deliveries.stats).toMatchObject({ delivered: 0, failed: 1 });
-    expect(await g.running.gateway.deliveries.pendingCount()).toBe(0);
+    expect(g.running.gateway.outbox.stats()).toMatchObject({ delivered: 0, failed: 1 });
+    expect((await g.running.gateway.health()).outbox.open).toBe(0);
   });
 
   it('stops after the configured number of attempts', async () => {
     const g = await start({ THREADLINE_DELIVERY_MAX_ATTEMPTS: '3' });
     g.receiver.failEvery(503);
     await g.send({ chat_id: 'c', text: 'doomed' });
-    await until(() => g.running.gateway.deliveries.stats.failed === 1);
-    expect(g.running.gateway.deliveries.stats.retried).toBe(2);
+    await until(() => g.running.gateway.outbox.stats().failed === 1);
+    expect(g.running.gateway.outbox.stats().retried).toBe(2);
   });
 
   it('resumes a retried delivery in its origin routing, in a trace linked to the message', async () => {
@@ -66,7 +66,7 @@ describe('misroute guard', () => {
           first = captureRouting();
           return turn.reply('first');
         }
-        await agent.gateway!.running.gateway.deliveries.deliver({ id: `mixed-${turn.messageId}`, kind: 'notification', text: 'for A', origin: first });
+        await agent.gateway!.running.gateway.router.deliver({ id: `mixed-${turn.messageId}`, kind: 'notification', text: 'for A', origin: first });
       },
     };
     return agent;
@@ -91,7 +91,7 @@ describe('misroute guard', () => {
       'routing.destination.chat.id': 'B',
       'routing.destination.chat.thread.id': '',
     });
-    expect(g.running.gateway.deliveries.stats.mismatches).toBe(1);
+    expect(g.running.gateway.router.mismatches()).toBe(1);
   });
 
   it('refuses such a delivery with THREADLINE_STRICT_ROUTING=1', async () => {
@@ -105,6 +105,6 @@ describe('misroute guard', () => {
     // The turn failed on the refusal; the gateway answered B with an apology, never with A's text.
     const texts = (await g.receiver.waitFor(2)).map((delivery) => [delivery.body.chat_id, delivery.body.text]);
     expect(texts).toEqual([['A', 'first'], ['B', expect.stringContaining('Sorry')]]);
-    expect(g.running.gateway.deliveries.stats.mismatches).toBe(1);
+    expect(g.running.gateway.router.mismatches()).toBe(1);
   });
 });

@@ -94,7 +94,7 @@ describe.each([telegram, slack])('$name adapter', (adapter) => {
     await until(() => adapter.sent(gateway!).length === 1);
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
     expect(adapter.sent(gateway)[0]).toMatchObject({ chatId: adapter.chat(3), threadId: adapter.thread(3), text: 'later' });
-    expect(gateway.running.gateway.deliveries.stats.retried).toBe(1);
+    expect(gateway.running.gateway.outbox.stats().retried).toBe(1);
   });
 
   it('routes 200 concurrent messages across 40 chats and threads to their own origins', async () => {
@@ -154,7 +154,7 @@ describe('telegram redeliveries, channel posts and anchors', () => {
   it('anchors only a reply, and only in its own chat', async () => {
     gateway = await startTestGateway({ telegram: true });
     const origin = { v: 1 as const, session: { platform: 'telegram', chatType: 'group' as const, chatId: '-1001', sessionId: 'tl_s' } };
-    const { deliveries } = gateway.running.gateway;
+    const { router: deliveries } = gateway.running.gateway;
     await deliveries.deliver({ id: 'n/1', kind: 'notification', text: 'note', inReplyTo: '42', origin });
     await deliveries.deliver({
       id: 'r/1',
@@ -189,7 +189,7 @@ describe('slack specifics', () => {
     gateway.slack!.refuseNext('internal_error');
     await slack.inbound(gateway, { chatId: 'C4', text: 'again', messageId: 13 });
     await until(() => gateway!.slack!.sent.length === 1);
-    expect(gateway.running.gateway.deliveries.stats).toMatchObject({ retried: 1, failed: 0 });
+    expect(gateway.running.gateway.outbox.stats()).toMatchObject({ retried: 1, failed: 0 });
   });
 
   it('answers url_verification with the challenge', async () => {
@@ -258,7 +258,7 @@ describe('slack specifics', () => {
     gateway = await startTestGateway({ slack: true });
     gateway.slack!.refuseNext('channel_not_found');
     await slack.inbound(gateway, { chatId: 'C3', text: 'x', messageId: 12 });
-    await until(() => gateway!.running.gateway.deliveries.stats.failed === 1);
+    await until(() => gateway!.running.gateway.outbox.stats().failed === 1);
     expect(gateway.slack!.sent).toEqual([]);
   });
 });

@@ -4,26 +4,32 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ThreadlineError } from '../../src/errors.js';
 import { PRUNE_BATCH } from '../../src/store/sqlite-operations.js';
+import { formatDestination } from '../../src/deliveries/delivery.js';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
-import type { StoredDelivery, StoredMessage } from '../../src/store/store.js';
+import type { NewDelivery, Store, StoredMessage } from '../../src/store/store.js';
 import { webhookOrigin } from '../helpers/gateway.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 
 const tempDir = useTempDir('sqlite-store');
 const RETENTION_MS = 60_000;
+const RETENTION = { doneMs: RETENTION_MS, failedMs: RETENTION_MS * 10 };
 const T0 = Date.UTC(2026, 10, 30, 12);
 afterEach(() => vi.useRealTimers());
 
-function delivery(id: string, createdAt: number): StoredDelivery {
+function delivery(id: string, createdAt: number, chatId = id): NewDelivery {
   return {
     id,
     kind: 'reply',
-    destination: { platform: 'webhook', chatId: 'c:1' },
+    destination: { platform: 'webhook', chatId },
     text: 'hi',
     origin: webhookOrigin('c:1', 'tl_session'),
-    attempts: 0,
     createdAt,
   };
+}
+
+const ROOMY = { destination: { platform: 'webhook', chatId: 'c:1' }, maxOpenPerDestination: 1_000, maxOpenTotal: 1_000 };
+function append(store: Store, stored: StoredMessage) {
+  return store.messages.accept(stored, ROOMY);
 }
 
 describe('SqliteStore outbox pruning', () => {
@@ -31,11 +37,13 @@ describe('SqliteStore outbox pruning', () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     vi.setSystemTime(T0);
     const path = join(tempDir(), 'prune.db');
-    const store = await SqliteStore.open(path, RETENTION_MS);
+    const store = await SqliteStore.open(path, RETENTION);
     const old = PRUNE_BATCH * 2 + PRUNE_BATCH / 2;
+    // Each its own chat, so each is claimed as it is added.
     for (let i = 0; i < old; i++) await store.outbox.add(delivery(`old-${i}`, T0), T0);
     await Promise.all(Array.from({ length: old }, (_, i) => store.outbox.markDone(`old-${i}`)));
-    await store.outbox.add(delivery('old-pending', T0), T0);
+    await store.outbox.add(delivery('old-pending', T0, 'busy'), T0);
+    await store.outbox.add(delivery('old-queued', T0, 'busy'), T0);
     await store.outbox.add(delivery('old-failed', T0), T0);
     await store.outbox.markFailed('old-failed', 'gave up');
 
@@ -66,20 +74,27 @@ describe('SqliteStore outbox pruning', () => {
     await doneNow('new-4');
     expect(oldDone()).toBe(0);
     expect(count(`id LIKE 'new-%' AND status = 'done'`)).toBe(4);
-    expect(count(`id IN ('old-pending', 'old-failed')`)).toBe(2);
+    expect(count(`id IN ('old-pending', 'old-queued', 'old-failed')`)).toBe(3);
 
     // That batch was not full: nothing more for a second.
+    vi.setSystemTime(T0);
     await store.outbox.add(delivery('old-late', T0), T0);
-    vi.setSystemTime(T1 + 500);
     await store.outbox.markDone('old-late');
+    vi.setSystemTime(T1 + 500);
+    await doneNow('new-5');
     expect(count(`id = 'old-late'`)).toBe(1);
     vi.setSystemTime(T1 + 1_020);
-    await doneNow('new-5');
+    await doneNow('new-6');
     expect(count(`id = 'old-late'`)).toBe(0);
 
     // A replayed turn's delivery within the retention is still recognised; a pruned id is not.
-    expect(await store.outbox.add(delivery('new-1', Date.now()), Date.now())).toBe(false);
-    expect(await store.outbox.add(delivery('old-0', Date.now()), Date.now())).toBe(true);
+    expect(await store.outbox.add(delivery('new-1', Date.now()), Date.now())).toBe('exists');
+    expect(await store.outbox.add(delivery('old-0', Date.now()), Date.now())).toBe('claimed');
+    // Dead letters are kept longer than done deliveries, then pruned too.
+    expect(count(`id = 'old-failed'`)).toBe(1);
+    vi.setSystemTime(T0 + RETENTION.failedMs + 5_000);
+    await doneNow('new-7');
+    expect(count(`id = 'old-failed'`)).toBe(0);
     await store.close();
   });
 });
@@ -110,13 +125,9 @@ describe('SqliteStore failures and round trips', () => {
   it('fails only the caller whose write was refused; the others in the same commit are kept', async () => {
     const path = join(tempDir(), 'refused.db');
     const store = await SqliteStore.open(path);
-    await store.messages.append(message('m-1'));
+    await append(store, message('m-1'));
     // One turn, so one batch: the duplicate makes the transaction roll back.
-    const results = await Promise.allSettled([
-      store.messages.append(message('m-2')),
-      store.messages.append(message('m-1')),
-      store.messages.append(message('m-3')),
-    ]);
+    const results = await Promise.allSettled([append(store, message('m-2')), append(store, message('m-1')), append(store, message('m-3'))]);
     expect(results.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     const refused = await storeFailure(Promise.reject((results[1] as PromiseRejectedResult).reason));
     expect(refused.message).toMatch(/refused a write: UNIQUE constraint failed/);
@@ -127,14 +138,14 @@ describe('SqliteStore failures and round trips', () => {
   it('answers what was asked before close, keeps it, and refuses what comes after', async () => {
     const path = join(tempDir(), 'closed.db');
     const store = await SqliteStore.open(path);
-    const appended = store.messages.append(message('last'));
+    const appended = append(store, message('last'));
     const closing = [store.close(), store.close()];
     // Asked for after close() but before its commit: refused, not failed against a closed database.
-    const early = storeFailure(store.messages.append(message('early')));
+    const early = storeFailure(append(store, message('early')));
     await Promise.all(closing);
-    await expect(appended).resolves.toBeUndefined();
+    await expect(appended).resolves.toEqual({ status: 'accepted' });
     expect((await early).message).toContain('is closed');
-    const error = await storeFailure(store.messages.append(message('late')));
+    const error = await storeFailure(append(store, message('late')));
     expect(error.message).toContain('is closed');
 
     const reopened = await SqliteStore.open(path);
@@ -151,17 +162,20 @@ describe('SqliteStore failures and round trips', () => {
     expect(await store.conversations.epoch('k')).toBe(0);
     expect(await store.conversations.next('k')).toBe(1);
     expect(await store.conversations.epoch('k')).toBe(1);
-    const delivery = { id: 'd-1', kind: 'reply' as const, destination: { platform: 'webhook', chatId: 'c:1' }, text: 'hi', inReplyTo: 'm-9', origin, attempts: 0, createdAt: 5 };
-    expect(await store.outbox.add(delivery, 10)).toBe(true);
-    expect(await store.outbox.add(delivery, 10)).toBe(false);
-    expect(await store.outbox.nextDueAt()).toBe(10);
-    expect(await store.outbox.due(10, 5, new Set())).toEqual([delivery]);
-    expect(await store.outbox.due(10, 5, new Set(['d-1']))).toEqual([]);
+    const sent = { id: 'd-1', kind: 'reply' as const, destination: { platform: 'webhook', chatId: 'c:1' }, text: 'hi', inReplyTo: 'm-9', origin, createdAt: 5 };
+    expect(await store.outbox.add(sent, 10)).toBe('claimed');
+    expect(await store.outbox.add(sent, 10)).toBe('exists');
+    const [record] = await store.outbox.list({ limit: 5 });
+    expect(record).toEqual({ ...sent, attempts: 0, attemptsSince: 5, status: 'sending', dueAt: 5, leaseUntil: 10 });
     await store.outbox.retryAt('d-1', 20, 'x'.repeat(2000));
-    expect(await store.outbox.due(19, 5, new Set())).toEqual([]);
-    expect(await store.outbox.pendingCount()).toBe(1);
+    expect((await store.outbox.claim(19, 5, 100)).deliveries).toEqual([]);
+    const claimed = await store.outbox.claim(20, 5, 100);
+    expect(claimed.deliveries).toEqual([{ ...sent, attempts: 1, attemptsSince: 5, status: 'sending', dueAt: 20, leaseUntil: 100, lastError: 'x'.repeat(1000) }]);
+    expect(claimed.nextAt).toBe(100);
+    expect((await store.outbox.pressure(1)).open).toBe(1);
     await store.outbox.markDone('d-1');
-    expect(await store.outbox.pendingCount()).toBe(0);
+    expect(await store.outbox.pressure(1)).toEqual({ open: 0, fullDestinations: 0 });
+    expect((await store.outbox.claim(1_000, 5, 2_000)).nextAt).toBeUndefined();
     await store.close();
   });
 
@@ -179,19 +193,33 @@ describe('SqliteStore failures and round trips', () => {
     await store.close();
   });
 
-  it('gives a store written before the lease flag one, so its pending deliveries are all sent at the next start', async () => {
+  it('moves a store of an earlier version over: destinations respelled, open deliveries kept in order, due at once when they were being sent', async () => {
     const path = join(tempDir(), 'old.db');
     const old = new Database(path);
     old.exec(`CREATE TABLE deliveries (id TEXT PRIMARY KEY, kind TEXT NOT NULL, destination TEXT NOT NULL, text TEXT NOT NULL,
       in_reply_to TEXT, origin TEXT NOT NULL, status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, due_at INTEGER NOT NULL,
-      last_error TEXT, created_at INTEGER NOT NULL)`);
-    old
-      .prepare(`INSERT INTO deliveries VALUES ('d-old', 'reply', ?, 'hi', NULL, ?, 'pending', 2, ?, NULL, 1)`)
-      .run(JSON.stringify({ platform: 'webhook', chatId: 'c:1' }), JSON.stringify(webhookOrigin('c:1', 'tl_session')), T0 + 3_600_000);
+      last_error TEXT, created_at INTEGER NOT NULL, leased INTEGER NOT NULL DEFAULT 1);
+      CREATE INDEX deliveries_due ON deliveries (status, due_at);
+      CREATE TABLE homes (platform TEXT PRIMARY KEY, destination TEXT NOT NULL);`);
+    const insert = old.prepare(`INSERT INTO deliveries VALUES (?, 'reply', ?, 'hi', NULL, ?, ?, 2, ?, NULL, 1, ?)`);
+    const origin = JSON.stringify(webhookOrigin('c:1', 'tl_session'));
+    const chat = JSON.stringify({ platform: 'webhook', chatId: 'c:1' });
+    insert.run('d-sending', chat, origin, 'pending', T0 + 60_000, 1);
+    insert.run('d-behind', chat, origin, 'pending', T0, 1);
+    insert.run('d-waiting', JSON.stringify({ platform: 'webhook', chatId: 'other', threadId: 't' }), origin, 'pending', T0 + 3_600_000, 0);
+    insert.run('d-done', chat, origin, 'done', T0, 0);
+    old.prepare(`INSERT INTO homes VALUES ('webhook', ?)`).run(JSON.stringify({ platform: 'webhook', chatId: 'home' }));
     old.close();
     const store = await SqliteStore.open(path);
-    await store.outbox.releaseLeases(T0);
-    expect((await store.outbox.due(T0, 5, new Set())).map((row) => row.id)).toEqual(['d-old']);
+    expect(await store.homes.get('webhook')).toEqual({ platform: 'webhook', chatId: 'home' });
+    expect(await store.outbox.pressure(2)).toEqual({ open: 3, fullDestinations: 1 });
+    const first = await store.outbox.claim(T0, 5, T0 + 1_000);
+    expect(first.deliveries.map((row) => [row.id, formatDestination(row.destination)])).toEqual([['d-sending', 'webhook:c%3A1']]);
+    expect(first.nextAt).toBe(T0 + 1_000);
+    await store.outbox.markDone('d-sending');
+    expect((await store.outbox.claim(T0, 5, T0 + 1_000)).deliveries.map((row) => row.id)).toEqual(['d-behind']);
+    await store.outbox.markDone('d-behind');
+    expect((await store.outbox.claim(T0 + 3_600_000, 5, T0 + 3_700_000)).deliveries.map((row) => row.id)).toEqual(['d-waiting']);
     await store.close();
   });
 });

@@ -6,7 +6,10 @@ import { SqliteStore } from '../../src/store/sqlite-store.js';
 const [path, mode, routing] = process.argv.slice(2) as [string, 'idle' | 'writes', string];
 const store = await SqliteStore.open(path);
 if (mode === 'writes') {
-  await store.messages.append({ id: 'm-1', routing: JSON.parse(routing), text: 'kept', receivedAt: 1 });
+  await store.messages.accept(
+  { id: 'm-1', routing: JSON.parse(routing), text: 'kept', receivedAt: 1 },
+  { destination: { platform: 'webhook', chatId: 'c:1' }, maxOpenPerDestination: 10, maxOpenTotal: 10 },
+);
   await new Promise((resolve) => setImmediate(resolve));
   console.log(`pending ${(await store.messages.pending()).length}`);
 } else {

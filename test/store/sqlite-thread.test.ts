@@ -10,10 +10,12 @@ import { useTempDir } from '../helpers/temp-dir.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const tempDir = useTempDir('sqlite-thread');
+const RETENTION = { doneMs: 60_000, failedMs: 60_000 };
+const OPEN = { destination: 'webhook:c', maxOpenPerDestination: 10, maxOpenTotal: 10 };
 
 describe('SqliteThread', () => {
   it('commits the calls of one event-loop turn together and the next turn behind them, in order', async () => {
-    const thread = await SqliteThread.start(join(tempDir(), 'order.db'), 60_000);
+    const thread = await SqliteThread.start(join(tempDir(), 'order.db'), RETENTION);
     const worker = (thread as unknown as { worker: { postMessage(batch: unknown): void } }).worker;
     const posted: unknown[] = [];
     const post = worker.postMessage.bind(worker);
@@ -22,26 +24,26 @@ describe('SqliteThread', () => {
       post(batch);
     };
     const routing = JSON.stringify(webhookOrigin('c:1', 'tl_session'));
-    const first = [thread.call('appendMessage', 'm-1', routing, 'a', 1), thread.call('pendingMessages')];
+    const first = [thread.call('acceptMessage', 'm-1', routing, 'a', 1, OPEN), thread.call('pendingMessages')];
     await new Promise((resolve) => setImmediate(resolve)); // the first batch is being committed
-    const second = [thread.call('appendMessage', 'm-2', routing, 'b', 2), thread.call('completeMessage', 'm-1'), thread.call('pendingMessages')];
+    const second = [thread.call('acceptMessage', 'm-2', routing, 'b', 2, OPEN), thread.call('completeMessage', 'm-1'), thread.call('pendingMessages')];
     const [, seenFirst] = await Promise.all(first);
     const [, , seenSecond] = await Promise.all(second);
     expect((seenFirst as { id: string }[]).map((row) => row.id)).toEqual(['m-1']);
     expect((seenSecond as { id: string }[]).map((row) => row.id)).toEqual(['m-2']);
     // One batch a turn: each committed in one transaction.
     expect(posted.map((batch) => (batch as unknown[]).map((call) => (call as unknown[])[0]))).toEqual([
-      ['appendMessage', 'pendingMessages'],
-      ['appendMessage', 'completeMessage', 'pendingMessages'],
+      ['acceptMessage', 'pendingMessages'],
+      ['acceptMessage', 'completeMessage', 'pendingMessages'],
     ]);
     await thread.close();
   });
 
   it('fails every caller, then and later, with TL_STORE_FAILED when its thread dies', async () => {
-    const thread = await SqliteThread.start(join(tempDir(), 'dies.db'), 60_000);
-    const owed = thread.call('pendingCount');
+    const thread = await SqliteThread.start(join(tempDir(), 'dies.db'), RETENTION);
+    const owed = thread.call('pendingMessages');
     await (thread as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
-    for (const work of [owed, thread.call('pendingCount')]) {
+    for (const work of [owed, thread.call('pendingMessages')]) {
       const error = await work.then(() => undefined, (thrown: unknown) => thrown);
       expect(error).toBeInstanceOf(ThreadlineError);
       expect((error as ThreadlineError).code).toBe('TL_STORE_FAILED');

@@ -19,6 +19,8 @@ export interface SlackOptions {
 }
 
 export const SLACK_EVENTS_PATH = '/v1/slack/events';
+/** Slack retries an event for up to about an hour (three retries, the last after 5 minutes, and replays within the signature's window). */
+const SLACK_IDEMPOTENCY_MS = 3_600_000;
 const MAX_BODY_BYTES = 64 * 1024;
 
 /**
@@ -29,8 +31,8 @@ const MAX_BODY_BYTES = 64 * 1024;
 export class SlackPlatform implements Platform {
   readonly name = 'slack';
   private readonly client: WebClient;
-  /** Slack's redeliveries and the message/app_mention pair of one message are taken once. */
-  private readonly once = new AcceptOnce(10_000);
+  /** Slack's redeliveries and the message/app_mention pair of one message are accepted one at a time. */
+  private readonly once = new AcceptOnce();
   /** Chat types that message events showed per channel, for app_mention events, which lack them. */
   private readonly channelTypes = new Map<string, ChatType>();
 
@@ -72,9 +74,12 @@ export class SlackPlatform implements Platform {
             : undefined;
         if (message === undefined) return reply.code(200).send({ ok: true, ignored: true });
         this.rememberType(message.session.chatId, message.session.chatType);
-        const key = `${message.session.chatId}/${message.session.messageId}`;
-        const accepted = await this.once.accept(key, () => intake.accept(message, inboundContext(request.headers, { authenticated: true })));
-        if (accepted === undefined) return reply.code(200).send({ ok: true, duplicate: true });
+        // Channel and ts name the message: its event_id's redeliveries and its app_mention twin share them.
+        const key = `slack:${encodeURIComponent(message.session.chatId)}:${encodeURIComponent(message.session.messageId!)}`;
+        const accepted = await this.once.accept(key, () =>
+          intake.accept(message, inboundContext(request.headers, { authenticated: true }), { key, ttlMs: SLACK_IDEMPOTENCY_MS }),
+        );
+        if (accepted.duplicate) return reply.code(200).send({ ok: true, duplicate: true });
         return reply.code(200).send({ ok: true, message_id: accepted.messageId, trace_id: accepted.traceId });
       });
     });

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
 import { inboundContext, runDetached } from '../../session/index.js';
 import { secretsMatch } from '../bearer-token.js';
-import type { InboundMessage, Intake, OutboundMessage, Platform } from '../platform.js';
+import type { Idempotency, InboundMessage, Intake, OutboundMessage, Platform } from '../platform.js';
 import { AcceptOnce } from '../accept-once.js';
 import { telegramInbound } from './telegram-inbound.js';
 
@@ -37,8 +37,8 @@ export class TelegramPlatform implements Platform {
   private handing: Promise<void> = Promise.resolve();
   /** Set once close() has let the update in hand finish: later ones wait for the next start. */
   private closing = false;
-  /** Telegram redelivers an update whose answer it did not get: taken once. */
-  private readonly once = new AcceptOnce(10_000);
+  /** Telegram redelivers an update whose answer it did not get: accepted one at a time. */
+  private readonly once = new AcceptOnce();
 
   constructor(private readonly options: TelegramOptions) {
     // grammY waits up to 500 s by default; a slow send would hold its chat's turn that long.
@@ -65,10 +65,11 @@ export class TelegramPlatform implements Platform {
           return reply.code(200).send({ ok: true, ignored: true });
         }
         // A 429 from here makes Telegram redeliver later: back-pressure, not loss.
-        const accepted = await this.once.accept(keyOf(message), () =>
-          intake.accept(message, inboundContext(request.headers, { authenticated: true })),
+        const idempotency = idempotencyOf(message);
+        const accepted = await this.once.accept(idempotency.key, () =>
+          intake.accept(message, inboundContext(request.headers, { authenticated: true }), idempotency),
         );
-        if (accepted === undefined) return reply.code(200).send({ ok: true, duplicate: true });
+        if (accepted.duplicate) return reply.code(200).send({ ok: true, duplicate: true });
         return reply.code(200).send({ ok: true, message_id: accepted.messageId, trace_id: accepted.traceId });
       },
     );
@@ -120,10 +121,11 @@ export class TelegramPlatform implements Platform {
    * the update is neither lost (grammY confirms it once this returns) nor taken twice.
    */
   private async hand(intake: Intake, message: InboundMessage): Promise<void> {
-    await this.once.accept(keyOf(message), async () => {
+    const idempotency = idempotencyOf(message);
+    await this.once.accept(idempotency.key, async () => {
       for (let tries = 1; ; tries++) {
         try {
-          return await runDetached(() => intake.accept(message, inboundContext({}, { authenticated: true })));
+          return await runDetached(() => intake.accept(message, inboundContext({}, { authenticated: true }), idempotency));
         } catch (error) {
           // Past the shutdown deadline intake is closed for good: stop trying (logged by bot.catch).
           if (!(error instanceof ThreadlineError) || GIVE_UP.has(error.code)) throw error;
@@ -162,9 +164,12 @@ function parseUpdate(body: unknown): InboundMessage | undefined {
   return telegramInbound(body);
 }
 
+/** Telegram keeps an update it saw no answer for up to 24 hours; remembered a little longer. */
+const TELEGRAM_IDEMPOTENCY_MS = 25 * 3_600_000;
+
 /** One message of one chat, whichever update (or redelivery of it) brought it. */
-function keyOf(message: InboundMessage): string {
-  return `${message.session.chatId}/${message.session.messageId ?? ''}`;
+function idempotencyOf(message: InboundMessage): Idempotency {
+  return { key: `telegram:${message.session.chatId}:${message.session.messageId ?? ''}`, ttlMs: TELEGRAM_IDEMPOTENCY_MS };
 }
 
 function updateId(body: unknown): unknown {

@@ -4,7 +4,8 @@ import { ThreadlineError } from '../../errors.js';
 import { inboundContext, outboundHeaders } from '../../session/index.js';
 import { bearerToken, secretsMatch } from '../bearer-token.js';
 import { HttpPoster } from '../http-delivery.js';
-import type { Intake, OutboundMessage, Platform } from '../platform.js';
+import { AcceptOnce } from '../accept-once.js';
+import type { InboundMessage, Intake, OutboundMessage, Platform } from '../platform.js';
 import { webhookMessageSchema, type WebhookMessageBody } from './webhook-schema.js';
 
 export interface WebhookOptions {
@@ -12,17 +13,22 @@ export interface WebhookOptions {
   readonly token?: string | undefined;
   /** THREADLINE_WEBHOOK_DELIVERY_URL: where replies are POSTed; unset, they go to the log. */
   readonly deliveryUrl?: string | undefined;
+  /** THREADLINE_WEBHOOK_IDEMPOTENCY_MS: how long a message_id or Idempotency-Key is remembered. */
+  readonly idempotencyTtlMs: number;
   readonly logger: Logger;
   readonly timeoutMs?: number;
 }
 
 export const WEBHOOK_PATH = '/v1/messages';
 const MAX_BODY_BYTES = 64 * 1024;
+const MAX_IDEMPOTENCY_KEY = 256;
 
 /** The generic webhook platform: JSON in on POST /v1/messages, JSON out to a delivery URL. */
 export class WebhookPlatform implements Platform {
   readonly name = 'webhook';
   private readonly poster = new HttpPoster();
+  /** A client retrying before its first try was answered waits for that answer. */
+  private readonly once = new AcceptOnce();
   private readonly deliveryUrl: URL | undefined;
 
   constructor(private readonly options: WebhookOptions) {
@@ -46,22 +52,24 @@ export class WebhookPlatform implements Platform {
       async (request, reply) => {
         const body = request.body;
         const inbound = inboundContext(request.headers, { authenticated: token !== undefined });
-        const accepted = await intake.accept(
-          {
-            session: {
-              platform: 'webhook',
-              chatId: body.chat_id,
-              chatType: body.chat_type ?? 'dm',
-              ...(body.thread_id === undefined ? {} : { threadId: body.thread_id }),
-              ...(body.chat_name === undefined ? {} : { chatName: body.chat_name }),
-              ...(body.user_id === undefined ? {} : { userId: body.user_id }),
-              ...(body.user_name === undefined ? {} : { userName: body.user_name }),
-              ...(body.message_id === undefined ? {} : { messageId: body.message_id }),
-            },
-            text: body.text,
+        const key = idempotencyKey(request.headers['idempotency-key'], body);
+        const message: InboundMessage = {
+          session: {
+            platform: 'webhook',
+            chatId: body.chat_id,
+            chatType: body.chat_type ?? 'dm',
+            ...(body.thread_id === undefined ? {} : { threadId: body.thread_id }),
+            ...(body.chat_name === undefined ? {} : { chatName: body.chat_name }),
+            ...(body.user_id === undefined ? {} : { userId: body.user_id }),
+            ...(body.user_name === undefined ? {} : { userName: body.user_name }),
+            ...(body.message_id === undefined ? {} : { messageId: body.message_id }),
           },
-          inbound,
-        );
+          text: body.text,
+        };
+        const accept = () => intake.accept(message, inbound, key === undefined ? undefined : { key, ttlMs: this.options.idempotencyTtlMs });
+        const accepted = key === undefined ? await accept() : await this.once.accept(key, accept);
+        // A retry gets the first answer, and no second turn.
+        if (accepted.duplicate) reply.header('idempotent-replayed', 'true');
         return reply.code(202).send({
           message_id: accepted.messageId,
           session_id: accepted.sessionId,
@@ -99,4 +107,18 @@ export class WebhookPlatform implements Platform {
     const auth = this.options.token === undefined ? 'no token' : 'bearer token';
     return `webhook: POST ${baseUrl}${WEBHOOK_PATH} (${auth}) → ${out}`;
   }
+}
+
+/**
+ * A client's Idempotency-Key header, else the message_id of the chat: a client retrying a
+ * message whose 202 it never saw gets that 202 and one turn.
+ */
+function idempotencyKey(header: string | string[] | undefined, body: WebhookMessageBody): string | undefined {
+  if (header !== undefined) {
+    if (typeof header !== 'string' || header.length === 0 || header.length > MAX_IDEMPOTENCY_KEY) {
+      throw new ThreadlineError('TL_BAD_REQUEST', `Idempotency-Key must be one header of 1 to ${MAX_IDEMPOTENCY_KEY} characters`);
+    }
+    return `webhook:key:${encodeURIComponent(header)}`;
+  }
+  return body.message_id === undefined ? undefined : `webhook:message:${encodeURIComponent(body.chat_id)}:${encodeURIComponent(body.message_id)}`;
 }

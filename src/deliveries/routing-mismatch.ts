@@ -1,11 +1,11 @@
 import type { Attributes } from '@opentelemetry/api';
 import type { Session } from '../session/index.js';
-import type { Destination } from '../store/store.js';
+import type { Destination } from './delivery.js';
 
 /**
  * Compares where a delivery is going with the routing captured where its work began.
  * Returns the event attributes when they differ, undefined when they agree. A difference
- * means some work ran under the wrong context: the bug class of lessons 1–3.
+ * means some work ran under the wrong context: another message's, or none.
  */
 export function routingMismatch(origin: Session, destination: Destination): Attributes | undefined {
   if (

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ThreadlineError } from '../../src/errors.js';
-import { formatDestination, parseTarget } from '../../src/gateway/delivery-target.js';
+import { formatDestination } from '../../src/deliveries/delivery.js';
+import { parseTarget } from '../../src/deliveries/target.js';
 import { until, useGatewayWith, webhookOrigin } from '../helpers/gateway.js';
 
 describe('delivery targets', () => {
@@ -47,7 +48,7 @@ describe('an explicit delivery', () => {
     const gateway = await start();
     const answer = await gateway.send({ chat_id: 'origin', text: 'hi' });
     await gateway.receiver.waitFor(1);
-    await gateway.running.gateway.deliveries.deliver({
+    await gateway.running.gateway.router.deliver({
       id: 'send-1',
       kind: 'send',
       text: 'elsewhere',
@@ -56,14 +57,14 @@ describe('an explicit delivery', () => {
     });
     const sent = (await gateway.receiver.waitFor(2)).find((delivery) => delivery.body.kind === 'send')!;
     expect(sent.body).toMatchObject({ chat_id: 'ops:alerts', thread_id: '7', text: 'elsewhere' });
-    await until(() => gateway.running.gateway.deliveries.stats.delivered === 2);
-    expect(gateway.running.gateway.deliveries.stats.mismatches).toBe(0);
+    await until(() => gateway.running.gateway.outbox.stats().delivered === 2);
+    expect(gateway.running.gateway.router.mismatches()).toBe(0);
   });
 
   it('to a platform that is not enabled is refused before anything is recorded', async () => {
     const gateway = await start();
     await expect(
-      gateway.running.gateway.deliveries.deliver({
+      gateway.running.gateway.router.deliver({
         id: 'send-2',
         kind: 'send',
         text: 'x',
@@ -71,15 +72,15 @@ describe('an explicit delivery', () => {
         origin: webhookOrigin('o', 'tl_x'),
       }),
     ).rejects.toMatchObject({ code: 'TL_TARGET_INVALID' });
-    expect(await gateway.running.gateway.deliveries.pendingCount()).toBe(0);
+    expect((await gateway.running.gateway.health()).outbox.open).toBe(0);
   });
 });
 
 describe('backoff', () => {
-  it('honours Retry-After but never longer than a day, and jitters under the ceiling', async () => {
-    const { backoffMs, MAX_RETRY_AFTER_MS } = await import('../../src/gateway/backoff.js');
-    const options = { baseMs: 100, maxMs: 1000 };
-    expect(backoffMs(3, options, 30 * 24 * 3600_000)).toBe(MAX_RETRY_AFTER_MS);
+  it('honours Retry-After but never longer than its cap, and jitters under the ceiling', async () => {
+    const { backoffMs } = await import('../../src/deliveries/backoff.js');
+    const options = { baseMs: 100, maxMs: 1000, maxRetryAfterMs: 3_600_000 };
+    expect(backoffMs(3, options, 24 * 3600_000)).toBe(3_600_000);
     expect(backoffMs(1, options, 5000)).toBe(5000);
     for (let attempt = 0; attempt < 40; attempt++) expect(backoffMs(attempt, options)).toBeLessThanOrEqual(1000);
   });

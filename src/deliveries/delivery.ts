@@ -1,0 +1,72 @@
+import { ThreadlineError } from '../errors.js';
+import type { RoutingSnapshot } from '../session/index.js';
+
+/** Where a delivery goes: a chat, and a thread of it when there is one. */
+export interface Destination {
+  readonly platform: string;
+  readonly chatId: string;
+  readonly threadId?: string;
+}
+
+export type DeliveryKind = 'reply' | 'notification' | 'cron' | 'send';
+export const DELIVERY_KINDS: readonly DeliveryKind[] = ['reply', 'notification', 'cron', 'send'];
+
+/**
+ * `pending`: waiting for its first attempt or its retry (`dueAt`); `sending`: claimed by the
+ * gateway until `leaseUntil`; `done`: the platform accepted it; `failed`: given up, kept as a
+ * dead letter until pruned.
+ */
+export type DeliveryStatus = 'pending' | 'sending' | 'done' | 'failed';
+
+/** One outbound message. `id` is its idempotency key, stable across retries and restarts. */
+export interface Delivery {
+  readonly id: string;
+  readonly kind: DeliveryKind;
+  readonly destination: Destination;
+  readonly text: string;
+  readonly inReplyTo?: string;
+  /** The routing of the work that produced it (see the misroute guard). */
+  readonly origin: RoutingSnapshot;
+  /** Attempts made in the current series (a retry from the CLI starts a new one). */
+  readonly attempts: number;
+  readonly createdAt: number;
+  /** When the current series of attempts began: the give-up time counts from here. */
+  readonly attemptsSince: number;
+}
+
+/** A delivery as the outbox holds it, for listing and inspection. */
+export interface DeliveryRecord extends Delivery {
+  readonly status: DeliveryStatus;
+  readonly dueAt: number;
+  readonly leaseUntil?: number;
+  readonly lastError?: string;
+  readonly finishedAt?: number;
+}
+
+/**
+ * The one spelling of a destination: `platform:chat[:thread]`, each part percent-encoded so
+ * an id holding ':' never splits. The store orders and counts by it; logs, spans and the
+ * CLI show it; `parseTarget` reads it back.
+ */
+export function formatDestination(destination: Destination): string {
+  const parts = [destination.platform, destination.chatId];
+  if (destination.threadId !== undefined) parts.push(destination.threadId);
+  return parts.map(encodeURIComponent).join(':');
+}
+
+/** The inverse of formatDestination; TL_TARGET_INVALID for text it cannot have written. */
+export function parseDestination(text: string): Destination {
+  const parts = text.split(':');
+  if (parts.length < 2 || parts.length > 3 || parts.some((part) => part === '')) {
+    throw new ThreadlineError(
+      'TL_TARGET_INVALID',
+      `Target ${JSON.stringify(text.slice(0, 80))} is not origin, home[:platform] or platform:chat[:thread] (percent-encode ':' in ids as %3A)`,
+    );
+  }
+  try {
+    const [platform, chatId, threadId] = parts.map(decodeURIComponent) as [string, string, string | undefined];
+    return { platform, chatId, ...(threadId === undefined ? {} : { threadId }) };
+  } catch (cause) {
+    throw new ThreadlineError('TL_TARGET_INVALID', `Target ${JSON.stringify(text.slice(0, 80))} has broken percent-encoding`, { cause });
+  }
+}

@@ -1,0 +1,126 @@
+import { SpanKind, SpanStatusCode, metrics, trace, type Attributes, type Span } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import { ThreadlineError } from '../errors.js';
+import { getSession, recordFailure, type RoutingSnapshot, type Session } from '../session/index.js';
+import type { HomeChannels } from '../store/store.js';
+import { formatDestination, type DeliveryKind, type Destination } from './delivery.js';
+import { deliveryAttributes, type Outbox } from './outbox.js';
+import { destinationOf, routingMismatch } from './routing-mismatch.js';
+import type { Target } from './target.js';
+
+export interface DeliveryRequest {
+  /** Idempotency key; deterministic for replies, so a replayed turn does not send twice. */
+  readonly id: string;
+  readonly kind: DeliveryKind;
+  readonly text: string;
+  /** Default: origin. */
+  readonly target?: Target;
+  readonly inReplyTo?: string | undefined;
+  /** The routing captured where the work began; the misroute guard compares against it. */
+  readonly origin: RoutingSnapshot;
+}
+
+export interface RouterOptions {
+  /** THREADLINE_STRICT_ROUTING: refuse a delivery whose destination differs from its origin. */
+  readonly strictRouting: boolean;
+}
+
+const ORIGIN: Target = { to: 'origin' };
+const tracer = trace.getTracer('threadline');
+const mismatchCounter = metrics.getMeter('threadline').createCounter('threadline.routing.mismatches', {
+  description: 'Deliveries whose destination differed from the routing captured at their origin',
+});
+
+/**
+ * Decides where a delivery goes: the chat and thread of the active context (origin), a
+ * platform's home channel, or an explicit destination. For an origin delivery it compares
+ * that destination with the routing captured where the work began (the misroute guard),
+ * then hands the delivery to the outbox inside its gateway.deliver span.
+ */
+export class DeliveryRouter {
+  private mismatchCount = 0;
+
+  constructor(
+    private readonly homes: HomeChannels,
+    private readonly platforms: ReadonlySet<string>,
+    private readonly outbox: Outbox,
+    private readonly options: RouterOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Delivers inside a gateway.deliver span; resolves as Outbox.send does. Throws
+   * TL_TARGET_INVALID, TL_HOME_UNSET or TL_MISROUTE_REFUSED when nothing was recorded.
+   */
+  async deliver(request: DeliveryRequest): Promise<void> {
+    const target = request.target ?? ORIGIN;
+    const origin = request.origin.session as Session;
+    const destination = await this.resolve(target, origin);
+    return tracer.startActiveSpan('gateway.deliver', { kind: SpanKind.CLIENT }, async (span) => {
+      try {
+        span.setAttributes(deliveryAttributes({ id: request.id, kind: request.kind, destination }, 1));
+        const mismatch = routingMismatch(origin, destination);
+        if (target.to === 'origin' && mismatch !== undefined) this.guard(span, mismatch, destination);
+        // An anchor is a message of the origin chat: elsewhere it would quote a stranger's.
+        const anchored = request.inReplyTo !== undefined && mismatch === undefined;
+        await this.outbox.send(
+          {
+            id: request.id,
+            kind: request.kind,
+            destination,
+            text: request.text,
+            ...(anchored ? { inReplyTo: request.inReplyTo } : {}),
+            origin: request.origin,
+            createdAt: Date.now(),
+          },
+          span,
+        );
+      } catch (error) {
+        recordFailure(span, error);
+        throw error;
+      } finally {
+        span.end();
+      }
+    });
+  }
+
+  /** Origin deliveries flagged by the misroute guard since start. */
+  mismatches(): number {
+    return this.mismatchCount;
+  }
+
+  private async resolve(target: Target, origin: Session): Promise<Destination> {
+    const destination =
+      target.to === 'explicit'
+        ? target.destination
+        : target.to === 'home'
+          ? await this.home(target.platform ?? (getSession() ?? origin).platform)
+          : destinationOf(getSession() ?? origin);
+    if (!this.platforms.has(destination.platform)) {
+      throw new ThreadlineError('TL_TARGET_INVALID', `No platform "${destination.platform}" is enabled in this gateway`);
+    }
+    return destination;
+  }
+
+  private async home(platform: string): Promise<Destination> {
+    const home = await this.homes.get(platform);
+    if (home === undefined) {
+      throw new ThreadlineError('TL_HOME_UNSET', `${platform} has no home channel; send /sethome in the chat that should be it`);
+    }
+    return home;
+  }
+
+  private guard(span: Span, mismatch: Attributes, destination: Destination): void {
+    this.mismatchCount++;
+    mismatchCounter.add(1, { 'chat.platform': destination.platform });
+    span.addEvent('routing.mismatch', mismatch);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: 'routing mismatch' });
+    this.logger.warn({ routing: mismatch, destination: formatDestination(destination) }, 'delivery destination differs from its origin routing');
+    if (this.options.strictRouting) {
+      throw new ThreadlineError(
+        'TL_MISROUTE_REFUSED',
+        'Refused a delivery whose destination differs from the routing of the work that produced it (THREADLINE_STRICT_ROUTING=1)',
+      );
+    }
+  }
+}
