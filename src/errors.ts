@@ -68,6 +68,10 @@ export const ERROR_CODES = {
     status: 409,
     summary: "Another gateway holds the data directory's lock; the message names the directory and its pid.",
   },
+  TL_LISTEN_FAILED: {
+    status: 500,
+    summary: 'The gateway could not listen on HOST:PORT (in use by another process, or not allowed); nothing was replayed.',
+  },
   TL_SHUTTING_DOWN: {
     status: 503,
     summary: 'The gateway is stopping and takes no new messages; retry against another instance or later.',

@@ -8,7 +8,7 @@ import type { NewDelivery, OutboxPressure, OutboxStore } from '../store/store.js
 import { BackgroundWrites } from '../background-writes.js';
 import { settledBy } from '../deadline.js';
 import { backoffMs, type BackoffOptions } from './backoff.js';
-import { formatDestination, type Delivery } from './delivery.js';
+import { formatDestination, type Delivery, type DeliveryRecord } from './delivery.js';
 
 export interface OutboxOptions {
   readonly maxAttempts: number;
@@ -112,6 +112,11 @@ export class Outbox {
 
   pressure(maxOpenPerDestination: number): Promise<OutboxPressure> {
     return this.store.pressure(maxOpenPerDestination);
+  }
+
+  /** The newest deliveries in the store, for inspection (the CLI reads the store directly). */
+  list(filter: Parameters<OutboxStore['list']>[0]): Promise<DeliveryRecord[]> {
+    return this.store.list(filter);
   }
 
   private async attempt(delivery: Delivery, span: Span): Promise<void> {

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Agent } from '../agent/agent.js';
+import { ThreadlineError, messageOf } from '../errors.js';
 import { EchoAgent } from '../agent/echo-agent.js';
 import type { Platform } from '../platforms/platform.js';
 import { SlackPlatform } from '../platforms/slack/slack-platform.js';
@@ -83,7 +84,12 @@ async function assemble(config: GatewayConfig, parts: GatewayParts, store: Store
     },
   });
   const server = buildServer(gateway, platforms, logger);
-  const address = await server.listen({ port: config.port, host: config.host });
+  const address = await server.listen({ port: config.port, host: config.host }).catch((error: unknown) => {
+    const code = (error as { code?: unknown } | null)?.code;
+    throw new ThreadlineError('TL_LISTEN_FAILED', `Cannot listen on ${config.host}:${config.port} (${String(code ?? messageOf(error))}): stop what holds the port, or set PORT or HOST`, {
+      cause: error,
+    });
+  });
   try {
     await gateway.start();
   } catch (error) {

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { Agent } from '../agent/agent.js';
+import type { DeliveryRecord } from '../deliveries/delivery.js';
 import { readGatewayConfig } from '../gateway/gateway-config.js';
 import { startGateway, type RunningGateway } from '../gateway/start-gateway.js';
 import type { WebhookMessageBody } from '../platforms/webhook/webhook-schema.js';
@@ -50,7 +51,10 @@ export interface TestGateway {
   readonly telegram: FakeTelegram | undefined;
   readonly slack: FakeSlack | undefined;
   readonly telemetry: TestTelemetry;
+  /** The gateway now running (a new one after `restart()`). */
   readonly running: RunningGateway;
+  /** Its data directory: the SQLite store and its lock. */
+  readonly dataDir: string;
   /** POSTs a webhook message as the given chat and thread. */
   send(message: WebhookMessageBody, headers?: Readonly<Record<string, string>>): Promise<SendResult>;
   /** POSTs a Telegram update to the webhook with the configured secret (or `secret`). */
@@ -64,6 +68,13 @@ export interface TestGateway {
    * the spans that do not carry the expected chat.id and chat.thread.id: [] when all do.
    */
   routingProblems(traceId: string, expected: ExpectedRouting): Promise<string[]>;
+  /** The newest deliveries in the outbox (failed ones only, of one chat, if asked): status, attempts, last error. */
+  deliveries(filter?: { failedOnly?: boolean; chatId?: string; limit?: number }): Promise<DeliveryRecord[]>;
+  /**
+   * Stops the gateway as SIGTERM would and starts a new one on the same data dir, fakes and
+   * receiver: what a deploy or a crash recovery does. The URL changes (a new ephemeral port).
+   */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -103,7 +114,8 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     ...options.env,
   });
   const logger = createLogger({ level: process.env['THREADLINE_LOG_LEVEL'] ?? 'silent' });
-  const running = await startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}) });
+  const start = () => startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}) });
+  let running = await start();
 
   async function post(path: string, body: string, headers: Readonly<Record<string, string>>): Promise<SendResult> {
     const response = await fetch(`${running.url}${path}`, {
@@ -125,10 +137,15 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   }
 
   return {
-    url: running.url,
+    get url() {
+      return running.url;
+    },
     receiver,
     telemetry,
-    running,
+    get running() {
+      return running;
+    },
+    dataDir,
     telegram,
     slack,
     send: (message, headers = {}) => post('/v1/messages', JSON.stringify(message), headers),
@@ -155,6 +172,11 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
           (span) =>
             `${span.name}: chat.id=${String(span.attributes[names.CHAT_ID])} chat.thread.id=${String(span.attributes[names.CHAT_THREAD_ID])}`,
         );
+    },
+    deliveries: (filter = {}) => running.gateway.outbox.list({ limit: 1_000, ...filter }),
+    restart: async () => {
+      await running.stop();
+      running = await start();
     },
     stop: async () => {
       await running.stop();

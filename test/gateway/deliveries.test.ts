@@ -41,6 +41,31 @@ describe('delivery retries', () => {
     expect(g.running.gateway.outbox.stats().retried).toBe(2);
   });
 
+  it('takes a Retry-After of a day as THREADLINE_DELIVERY_MAX_RETRY_AFTER_MS (an hour), so one answer cannot hold a chat for days', async () => {
+    const g = await start();
+    g.receiver.failNext(1, 429, String(24 * 3600));
+    await g.send({ chat_id: 'c', text: 'throttled' });
+    await until(async () => (await g.deliveries())[0]?.attempts === 1);
+    const [record] = await g.deliveries();
+    expect(record).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(record!.dueAt - Date.now()).toBeGreaterThan(3_600_000 - 5_000);
+    expect(record!.dueAt - Date.now()).toBeLessThanOrEqual(3_600_000);
+  });
+
+  it('gives up after THREADLINE_DELIVERY_GIVE_UP_MS however few attempts it had, and lets the chat go on', async () => {
+    const g = await start({ THREADLINE_DELIVERY_GIVE_UP_MS: '400', THREADLINE_DELIVERY_MAX_ATTEMPTS: '1000' });
+    g.receiver.failNext(2, 503, '3600');
+    await g.send({ chat_id: 'c', text: 'doomed' });
+    await until(async () => (await g.deliveries({ failedOnly: true })).length === 1);
+    const [record] = await g.deliveries({ failedOnly: true });
+    // The hour-long Retry-After is not waited for: the last attempt is made at the give-up time.
+    expect(record!.attempts).toBe(2);
+    expect(record!.lastError).toContain('past its give-up time');
+    expect(record!.finishedAt! - record!.attemptsSince).toBeGreaterThanOrEqual(400);
+    await g.send({ chat_id: 'c', text: 'next' });
+    expect((await g.receiver.waitFor(1)).map((d) => d.body.text)).toEqual(['next']);
+  });
+
   it('resumes a retried delivery in its origin routing, in a trace linked to the message', async () => {
     const g = await start();
     g.receiver.failNext(1, 503);

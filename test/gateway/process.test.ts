@@ -1,4 +1,7 @@
+import Database from 'better-sqlite3';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,13 +21,17 @@ interface GatewayProcess {
   readonly exited: Promise<number | null>;
 }
 
-/** Runs `npm start`'s command as a child process and waits for its banner. */
-async function startProcess(env: Record<string, string>): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--import', './src/telemetry/register.ts', 'src/cli/main.ts'], {
+function spawnGateway(env: Record<string, string>, stderr: 'inherit' | 'pipe'): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', '--import', './src/telemetry/register.ts', 'src/cli/main.ts'], {
     cwd: root,
     env: { ...process.env, PORT: '0', THREADLINE_LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', stderr],
   });
+}
+
+/** Runs `npm start`'s command as a child process and waits for its banner. */
+async function startProcess(env: Record<string, string>): Promise<GatewayProcess> {
+  const child = spawnGateway(env, 'inherit');
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   cleanups.push(() => {
     child.kill('SIGKILL');
@@ -34,6 +41,42 @@ async function startProcess(env: Record<string, string>): Promise<GatewayProcess
     if (match) return { child, url: match[1]!, exited };
   }
   throw new Error(`gateway exited before its banner (code ${await exited})`);
+}
+
+/** Runs the gateway expecting it to refuse to start: its exit code and what it wrote to stderr. */
+async function failedStart(env: Record<string, string>): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  const child = spawnGateway(env, 'pipe');
+  cleanups.push(() => {
+    child.kill('SIGKILL');
+  });
+  let stderr = '';
+  let stdout = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+  return { code, stderr, stdout };
+}
+
+/** What the store holds of each delivery, read beside the gateway. */
+function deliveryRows(dataDir: string): unknown[] {
+  const db = new Database(join(dataDir, 'threadline.db'), { readonly: true });
+  try {
+    return db.prepare('SELECT id, status, attempts, due_at, lease_until FROM deliveries ORDER BY rowid').all();
+  } finally {
+    db.close();
+  }
+}
+
+/** A delivery URL that takes each request and never answers it. */
+async function neverAnswering(): Promise<{ url: string; requests: () => number }> {
+  let requests = 0;
+  const server = createServer(() => void requests++);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, requests: () => requests };
 }
 
 async function post(url: string, body: object): Promise<number> {
@@ -106,6 +149,82 @@ describe('the gateway process', () => {
       const attributes = Object.fromEntries(span.attributes.map((a: any) => [a.key, a.value.stringValue]));
       expect(attributes['chat.id']).toMatch(/^c[012]$/);
       expect(attributes['chat.thread.id']).toBe('th');
+    }
+  });
+
+  it('refuses a second gateway on the same data dir: exit 1 naming the directory and the holder\'s pid', async () => {
+    const dataDir = tempDir();
+    const first = await startProcess({ THREADLINE_DATA_DIR: dataDir });
+    const second = await failedStart({ THREADLINE_DATA_DIR: dataDir });
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain('TL_DATA_DIR_LOCKED');
+    expect(second.stderr).toContain(dataDir);
+    expect(second.stderr).toContain(`pid ${first.child.pid}`);
+    expect(second.stdout).not.toContain('listening');
+    // The first goes on untouched.
+    expect(await post(first.url, { chat_id: 'c', text: 'still here' })).toBe(202);
+  });
+
+  it('fails on a port in use before it replays or sends anything', async () => {
+    const dataDir = tempDir();
+    const target = await neverAnswering();
+    const first = await startProcess({ THREADLINE_DATA_DIR: dataDir, THREADLINE_WEBHOOK_DELIVERY_URL: target.url });
+    expect(await post(first.url, { chat_id: 'c', text: 'in flight' })).toBe(202);
+    while (target.requests() === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const before = deliveryRows(dataDir);
+    expect(before).toMatchObject([{ status: 'sending' }]);
+
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => void holder.close());
+    const port = String((holder.address() as AddressInfo).port);
+    const second = await failedStart({ THREADLINE_DATA_DIR: dataDir, THREADLINE_WEBHOOK_DELIVERY_URL: target.url, PORT: port });
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain('TL_LISTEN_FAILED');
+    expect(second.stderr).toContain(`127.0.0.1:${port}`);
+    // Nothing released, resent or run: the store is as the crash left it.
+    expect(deliveryRows(dataDir)).toEqual(before);
+    expect(target.requests()).toBe(1);
+  });
+
+  it('under load, killed with SIGKILL, delivers every accepted message at least once, repeats under one key, in order per chat', async () => {
+    const receiver = await DeliveryReceiver.start();
+    cleanups.push(() => receiver.close());
+    const env = { THREADLINE_DATA_DIR: tempDir(), THREADLINE_WEBHOOK_DELIVERY_URL: receiver.url };
+    const first = await startProcess(env);
+    const chats = Array.from({ length: 8 }, (_, i) => `load:${i}`);
+    const accepted = new Map<string, string[]>(chats.map((chat) => [chat, []]));
+    let killed = false;
+    // Each chat posts in order; the chats at once. The kill lands while they are under way.
+    const posting = chats.map(async (chat) => {
+      for (let i = 0; !killed && i < 200; i++) {
+        const text = `${chat} #${i}`;
+        const status = await post(first.url, { chat_id: chat, text }).catch(() => 0);
+        if (status === 202) accepted.get(chat)!.push(text);
+      }
+    });
+    while (receiver.attempts < 300) await new Promise((resolve) => setTimeout(resolve, 5));
+    first.child.kill('SIGKILL');
+    killed = true;
+    await first.exited;
+    await Promise.all(posting);
+
+    await startProcess(env);
+    const total = [...accepted.values()].reduce((sum, texts) => sum + texts.length, 0);
+    for (const deadline = Date.now() + 30_000; new Set(receiver.received.map((r) => r.body.text)).size < total; ) {
+      if (Date.now() > deadline) throw new Error(`only ${new Set(receiver.received.map((r) => r.body.text)).size} of ${total} arrived`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const keyOf = new Map<string, string>();
+    for (const { body } of receiver.received) {
+      expect(keyOf.get(body.text) ?? body.idempotency_key).toBe(body.idempotency_key);
+      keyOf.set(body.text, body.idempotency_key);
+    }
+    for (const [chat, texts] of accepted) {
+      const firstArrivals = [...new Set(receiver.received.filter((r) => r.body.chat_id === chat).map((r) => r.body.text))];
+      expect(firstArrivals).toEqual(texts);
     }
   });
 });
