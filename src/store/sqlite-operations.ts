@@ -132,13 +132,14 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
   const reopen = statement(
     `UPDATE deliveries SET status = 'pending', head = ?, attempts = 0, attempts_since = ?, due_at = ?, finished_at = NULL WHERE id = ?`,
   );
-  // A destination's text contains its chat id percent-encoded; the caller keeps exact matches.
+  // `chat` is a chat id as formatDestination encodes it, '' for all: after the platform, a
+  // destination is that chat alone or followed by ':' and a thread.
+  const ofChat = `(@chat = '' OR substr(destination, instr(destination, ':') + 1) = @chat
+     OR substr(destination, instr(destination, ':') + 1, length(@chat) + 1) = @chat || ':')`;
   const listFailed = statement<DeliveryRow>(
-    `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE status = 'failed' AND instr(destination, ?) > 0 ORDER BY finished_at DESC LIMIT ?`,
+    `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE status = 'failed' AND ${ofChat} ORDER BY finished_at DESC LIMIT @limit`,
   );
-  const listAll = statement<DeliveryRow>(
-    `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE instr(destination, ?) > 0 ORDER BY rowid DESC LIMIT ?`,
-  );
+  const listAll = statement<DeliveryRow>(`SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE ${ofChat} ORDER BY rowid DESC LIMIT @limit`);
   // Literal statuses: each DELETE then reads its own partial index by age.
   const pruneDone = statement(
     `DELETE FROM deliveries WHERE rowid IN (SELECT rowid FROM deliveries WHERE status = 'done' AND finished_at < ? LIMIT ${PRUNE_BATCH})`,
@@ -230,9 +231,9 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
       for (const row of rows) reopen.run(open(row.destination) === 0 ? 1 : 0, now, now, row.id);
       return rows.length;
     },
-    /** The newest deliveries (failed ones only, if asked) whose destination text contains `part`. */
-    listDeliveries: (failedOnly: boolean, part: string, limit: number): DeliveryRow[] =>
-      (failedOnly ? listFailed : listAll).all(part, limit),
+    /** The newest deliveries (failed ones only, if asked) to the chat spelled `chat` ('' for all). */
+    listDeliveries: (failedOnly: boolean, chat: string, limit: number): DeliveryRow[] =>
+      (failedOnly ? listFailed : listAll).all({ chat, limit }),
     pressure: (maxOpenPerDestination: number): { open: number; fullDestinations: number } => ({
       open: openTotal.get()!.open,
       fullDestinations: fullDestinations.get(maxOpenPerDestination)!.n,

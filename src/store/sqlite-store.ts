@@ -102,7 +102,7 @@ function outbox(thread: SqliteThread): OutboxStore {
     retryFailed: (id) => thread.call('retryFailed', id ?? null, Date.now()),
     list: async ({ failedOnly = false, chatId, limit }) => {
       const rows = await thread.call('listDeliveries', failedOnly, chatId === undefined ? '' : encodeURIComponent(chatId), limit);
-      return rows.map(toRecord).filter((record) => chatId === undefined || record.destination.chatId === chatId);
+      return rows.map(toRecord);
     },
     pressure: (maxOpenPerDestination) => thread.call('pressure', maxOpenPerDestination),
   };

@@ -1,0 +1,219 @@
+/**
+ * `threadline deliveries`: the outbox of a data dir seen from outside the gateway, to find
+ * dead letters and queue them again. It opens the store beside a running gateway (WAL) and
+ * takes no data-dir lock, so it never stops one from starting.
+ */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { CommanderError, InvalidArgumentError, Option, type Command } from 'commander';
+import { formatDestination, type DeliveryRecord } from '../deliveries/delivery.js';
+import { ThreadlineError } from '../errors.js';
+import type { Store } from '../store/store.js';
+
+/** Where a command writes (text as written, newlines included) and the environment it reads. */
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+  readonly env: NodeJS.ProcessEnv;
+}
+
+const DEFAULT_LIMIT = 100;
+const MAX_LIMIT = 10_000;
+/** Message text and errors are shown cut to this many characters. */
+const SHOWN_CHARS = 200;
+
+interface ListOptions {
+  readonly failed?: true;
+  readonly chat?: string;
+  readonly json?: true;
+  readonly limit: number;
+  readonly dataDir?: string;
+}
+
+interface RetryOptions {
+  readonly allFailed?: true;
+  readonly dataDir?: string;
+}
+
+export function registerDeliveries(program: Command, io: CliIo): void {
+  const deliveries = program
+    .command('deliveries')
+    .description("inspect the gateway's outbox and send failed deliveries again")
+    .addHelpText(
+      'after',
+      '\nThe store is <data dir>/threadline.db, the data dir is --data-dir, else\n' +
+        'THREADLINE_DATA_DIR, else ./data. Both commands work while the gateway runs.\n\nExamples:\n' +
+        '  threadline deliveries list --failed\n  threadline deliveries list --chat 12345 --json\n' +
+        '  threadline deliveries retry <id>\n  threadline deliveries retry --all-failed\n',
+    );
+
+  deliveries
+    .command('list')
+    .description('list deliveries, newest first')
+    .option('--failed', 'only failed deliveries (dead letters)')
+    .option('--chat <id>', 'only deliveries to this chat id (exact match)', parseChatId)
+    .option('--json', 'print a JSON array instead of text')
+    .option('--limit <n>', `at most this many (1 to ${MAX_LIMIT})`, parseLimit, DEFAULT_LIMIT)
+    .addOption(dataDirOption())
+    .action(async (options: ListOptions) => {
+      const records = await withStore(options.dataDir, io, (store) =>
+        store.outbox.list({
+          limit: options.limit,
+          ...(options.failed ? { failedOnly: true } : {}),
+          ...(options.chat === undefined ? {} : { chatId: options.chat }),
+        }),
+      );
+      io.out(options.json ? toJson(records) : toText(records, options.limit));
+    });
+
+  deliveries
+    .command('retry')
+    .description('queue failed deliveries to be sent again: one by id, or all with --all-failed')
+    .argument('[id]', 'id of the failed delivery')
+    .option('--all-failed', 'every failed delivery instead of one')
+    .addOption(dataDirOption())
+    .action(async (id: string | undefined, options: RetryOptions, command: Command) => {
+      if ((id === undefined) === (options.allFailed === undefined)) {
+        command.error('error: give either a delivery id or --all-failed', { exitCode: 2, code: 'threadline.usage' });
+      }
+      const queued = await withStore(options.dataDir, io, (store) => store.outbox.retryFailed(id));
+      if (id === undefined) {
+        io.out(`queued ${queued} ${queued === 1 ? 'delivery' : 'deliveries'} for retry; the running gateway sends them within a second\n`);
+      } else if (queued === 0) {
+        fail(io, `no failed delivery ${printable(id)} (see: threadline deliveries list --failed)`);
+      } else {
+        io.out(`queued 1 delivery for retry: ${printable(id)}; the running gateway sends it within a second\n`);
+      }
+    });
+}
+
+function dataDirOption(): Option {
+  return new Option('--data-dir <dir>', "the gateway's data directory (default: THREADLINE_DATA_DIR, else ./data)");
+}
+
+function parseLimit(value: string): number {
+  const limit = Number(value);
+  if (!/^\d+$/.test(value) || limit < 1 || limit > MAX_LIMIT) {
+    throw new InvalidArgumentError(`Give a whole number from 1 to ${MAX_LIMIT}.`);
+  }
+  return limit;
+}
+
+function parseChatId(value: string): string {
+  if (value === '') throw new InvalidArgumentError('Give a chat id.');
+  return value;
+}
+
+/** Opens the existing store (never creates one), runs `use`, closes it; failures exit 1. */
+async function withStore<T>(dataDir: string | undefined, io: CliIo, use: (store: Store) => Promise<T>): Promise<T> {
+  const path = resolve(dataDir ?? (io.env['THREADLINE_DATA_DIR'] || './data'), 'threadline.db');
+  if (!existsSync(path)) {
+    fail(io, `No store at ${path}: pass --data-dir or set THREADLINE_DATA_DIR to the gateway's data directory [TL_STORE_FAILED]`);
+  }
+  // Loaded here, so `start` loads nothing of the store before the telemetry bootstrap.
+  const { SqliteStore } = await import('../store/sqlite-store.js');
+  let store: Store;
+  try {
+    store = await SqliteStore.open(path);
+  } catch (error) {
+    if (error instanceof ThreadlineError) fail(io, `${error.message} [${error.code}]`);
+    throw error;
+  }
+  try {
+    return await use(store);
+  } finally {
+    await store.close();
+  }
+}
+
+/** Exit 1 with one line; command.error() would also suggest --help, which cannot help here. */
+function fail(io: CliIo, message: string): never {
+  io.err(`threadline: ${message}\n`);
+  throw new CommanderError(1, 'threadline.failed', message);
+}
+
+function toText(records: readonly DeliveryRecord[], limit: number): string {
+  const idWidth = Math.max(0, ...records.map((record) => printable(record.id).length));
+  const targetWidth = Math.max(0, ...records.map((record) => formatDestination(record.destination).length));
+  const blocks = records.map((record) => {
+    const when = [`created ${iso(record.createdAt)}`];
+    if (record.finishedAt !== undefined) when.push(`finished ${iso(record.finishedAt)}`);
+    else if (record.status === 'pending') when.push(`due ${iso(record.dueAt)}`);
+    else if (record.leaseUntil !== undefined) when.push(`lease until ${iso(record.leaseUntil)}`);
+    const lines = [
+      `${printable(record.id).padEnd(idWidth)}  ${record.status.padEnd(7)}  ${record.kind.padEnd(12)}  ` +
+        `${formatDestination(record.destination).padEnd(targetWidth)}  attempts ${record.attempts}`,
+      `  ${when.join('  ')}`,
+    ];
+    if (record.lastError !== undefined) lines.push(`  error: ${shown(record.lastError)}`);
+    lines.push(`  text:  ${shown(record.text)}`);
+    return lines.join('\n');
+  });
+  const count = `${records.length} ${records.length === 1 ? 'delivery' : 'deliveries'}, newest first`;
+  const more = records.length === limit ? ` (limit ${limit} reached; pass --limit for more)` : '';
+  return [...blocks, count + more].join('\n') + '\n';
+}
+
+/** The records without their origin routing, which names the user and chat of the work. */
+function toJson(records: readonly DeliveryRecord[]): string {
+  const rows = records.map((record) => {
+    const text = head(record.text);
+    const traceId = record.origin.origin?.traceId;
+    return {
+      id: record.id,
+      status: record.status,
+      kind: record.kind,
+      destination: {
+        platform: record.destination.platform,
+        chatId: record.destination.chatId,
+        ...(record.destination.threadId === undefined ? {} : { threadId: record.destination.threadId }),
+      },
+      target: formatDestination(record.destination),
+      text,
+      ...(text.length < record.text.length ? { textTruncated: true } : {}),
+      ...(record.inReplyTo === undefined ? {} : { inReplyTo: record.inReplyTo }),
+      attempts: record.attempts,
+      createdAt: iso(record.createdAt),
+      attemptsSince: iso(record.attemptsSince),
+      dueAt: iso(record.dueAt),
+      ...(record.leaseUntil === undefined ? {} : { leaseUntil: iso(record.leaseUntil) }),
+      ...(record.finishedAt === undefined ? {} : { finishedAt: iso(record.finishedAt) }),
+      ...(record.lastError === undefined ? {} : { lastError: record.lastError }),
+      ...(typeof traceId === 'string' ? { originTraceId: traceId } : {}),
+    };
+  });
+  // JSON leaves C1 controls and bidi overrides raw; escaped, a terminal shows them inertly.
+  return JSON.stringify(rows, null, 2).replace(/[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, escape) + '\n';
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** The first SHOWN_CHARS characters, never splitting a surrogate pair. */
+function head(text: string): string {
+  let end = 0;
+  let count = 0;
+  for (const char of text) {
+    if (count++ === SHOWN_CHARS) return text.slice(0, end);
+    end += char.length;
+  }
+  return text;
+}
+
+/** One printable line: text from chats and receivers must not move the cursor or recolor the terminal. */
+function printable(text: string): string {
+  return text.replace(/[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu, escape);
+}
+
+function shown(text: string): string {
+  const cut = head(text);
+  return printable(cut) + (cut.length < text.length ? '…' : '');
+}
+
+function escape(char: string): string {
+  if (char === '\n') return '\\n';
+  if (char === '\r') return '\\r';
+  if (char === '\t') return '\\t';
+  return `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`;
+}
