@@ -14,6 +14,8 @@ COPY src ./src
 RUN npm run build && npm prune --omit=dev
 
 FROM node:24-slim
+# HOST=0.0.0.0 needs THREADLINE_WEBHOOK_TOKEN at run time (docker run -e), never baked into
+# the image: without it the gateway refuses to start.
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8787 \

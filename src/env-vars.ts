@@ -38,7 +38,8 @@ export function envUrl(env: NodeJS.ProcessEnv, name: string): string | undefined
   try {
     url = new URL(value);
   } catch {
-    throw new ConfigError(name, `"${value}" is not an absolute URL`);
+    // The value is not echoed: a URL can carry a token.
+    throw new ConfigError(name, 'is not an absolute URL');
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(name, 'must be an http or https URL');
   return url.toString();

@@ -76,6 +76,10 @@ export const ERROR_CODES = {
     status: 503,
     summary: 'The gateway is stopping and takes no new messages; retry against another instance or later.',
   },
+  TL_NOT_ADMIN: {
+    status: 403,
+    summary: 'An admin action (/sethome) was asked for by a sender not in THREADLINE_ADMINS; the gateway refuses it whoever the agent is.',
+  },
   TL_TARGET_INVALID: {
     status: 400,
     summary: 'A delivery target is not origin, home or platform:chat[:thread], or names an unknown platform.',

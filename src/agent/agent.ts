@@ -16,6 +16,13 @@ export interface Turn {
   setHome(): Promise<Destination>;
   /** Starts a new conversation in this chat: later messages get a new session id. */
   newConversation(): Promise<void>;
+  /**
+   * Whether the sender may run admin command `command`, decided by the gateway from
+   * THREADLINE_ADMINS and the platform's proof of who sent the message, never from its text.
+   * A refusal is answered (a reply saying why), recorded (span event `command.refused`) and
+   * logged before this resolves false.
+   */
+  authorize(command: string): Promise<boolean>;
 }
 
 /** The seam between the gateway and whatever answers messages. */

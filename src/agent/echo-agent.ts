@@ -1,5 +1,5 @@
 import type { Agent, Turn } from './agent.js';
-import { commandOf } from './command.js';
+import { ADMIN_COMMANDS, commandOf } from './command.js';
 
 /**
  * The default agent: the gateway's own commands, and an echo of anything else. Tools and
@@ -7,7 +7,9 @@ import { commandOf } from './command.js';
  */
 export class EchoAgent implements Agent {
   async handle(turn: Turn): Promise<void> {
-    switch (commandOf(turn.text)) {
+    const command = commandOf(turn.text);
+    if (command !== undefined && ADMIN_COMMANDS.has(command) && !(await turn.authorize(command))) return;
+    switch (command) {
       case '/status':
         return turn.reply(statusText(turn));
       case '/sethome': {

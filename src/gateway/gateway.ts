@@ -1,5 +1,6 @@
 import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
 import type { Logger } from 'pino';
+import { Admins, refusalText, type AdminRefusal, type Sender } from '../agent/admins.js';
 import type { Agent, Turn } from '../agent/agent.js';
 import { commandOf } from '../agent/command.js';
 import { BackgroundWrites } from '../background-writes.js';
@@ -42,6 +43,8 @@ export interface GatewayOptions {
   readonly perUserGroupSessions: boolean;
   /** THREADLINE_STRICT_ROUTING: refuse a delivery whose destination differs from its origin. */
   readonly strictRouting: boolean;
+  /** THREADLINE_ADMINS: who may run admin commands; default nobody. */
+  readonly admins?: Admins;
   readonly outbox: OutboxOptions & {
     /** THREADLINE_OUTBOX_MAX_PER_CHAT: open deliveries of one destination before its intake answers 429. */
     readonly maxOpenPerDestination: number;
@@ -94,9 +97,12 @@ export class Gateway implements Intake {
   /** Accepts between the room check and the queue: counted so capacity holds and stop() waits for them. */
   private accepts = 0;
   private readonly acceptsSettledWaiters: (() => void)[] = [];
+  /** Platforms whose user ids are proven, so they can name an admin. */
+  private readonly authenticating: ReadonlySet<string>;
 
   constructor(private readonly options: GatewayOptions) {
     const platforms = new Map(options.platforms.map((platform) => [platform.name, platform]));
+    this.authenticating = new Set(options.platforms.filter((platform) => platform.authenticatesSenders === true).map(({ name }) => name));
     this.writes = new BackgroundWrites(options.logger);
     this.outbox = new Outbox(options.store.outbox, platforms, options.outbox, options.logger);
     this.router = new DeliveryRouter(options.store.homes, new Set(platforms.keys()), this.outbox, { strictRouting: options.strictRouting }, options.logger);
@@ -296,6 +302,9 @@ export class Gateway implements Intake {
             origin: job.routing,
           }),
         setHome: async () => {
+          // Enforced here too, so an agent that skips authorize() cannot move the home.
+          const refused = this.refusal(job.session);
+          if (refused !== undefined) throw new ThreadlineError('TL_NOT_ADMIN', `/sethome is for admins (${refused.reason})`);
           const destination = destinationOf(job.session);
           await store.homes.set(destination);
           return destination;
@@ -303,6 +312,7 @@ export class Gateway implements Intake {
         newConversation: async () => {
           await store.conversations.next(job.key);
         },
+        authorize: (command) => this.authorize(turn, command),
       };
       try {
         await this.turn(turn, abort);
@@ -321,6 +331,24 @@ export class Gateway implements Intake {
         job.span.end();
       }
     });
+  }
+
+  /** Whether the turn's sender is an admin; a refusal is recorded on the active span, logged and answered. */
+  private async authorize(turn: Turn, command: string): Promise<boolean> {
+    const refused = this.refusal(turn.session);
+    if (refused === undefined) return true;
+    const { sender, reason } = refused;
+    trace.getActiveSpan()?.addEvent('command.refused', { 'threadline.command.name': command, 'threadline.command.reason': reason });
+    this.options.logger.warn({ command, reason, message: turn.messageId }, 'admin command refused');
+    await turn.reply(refusalText(command, sender, reason));
+    return false;
+  }
+
+  /** Why the session's sender is no admin, or undefined when it is one. */
+  private refusal(session: Session): { sender: Sender; reason: AdminRefusal } | undefined {
+    const sender: Sender = { platform: session.platform, userId: session.userId, authenticated: this.authenticating.has(session.platform) };
+    const reason = (this.options.admins ?? Admins.NOBODY).refusal(sender);
+    return reason === undefined ? undefined : { sender, reason };
   }
 
   /** Runs the agent in an agent.turn span; a failed turn is answered, not dropped. Never rejects. */

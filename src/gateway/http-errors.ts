@@ -3,6 +3,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { SessionFieldError, ThreadlineError, type ErrorCode } from '../errors.js';
 import { inboundContext } from '../session/index.js';
+import { rejectSpanLimit } from '../telemetry/reject-span-limit.js';
 
 const tracer = trace.getTracer('threadline');
 
@@ -82,6 +83,8 @@ function send(reply: FastifyReply, status: number, code: ErrorCode, error: strin
  * Built with inbound distrust like any message.
  */
 function recordRejection(request: FastifyRequest, status: number, code: ErrorCode): void {
+  // Rate-limited (THREADLINE_REJECT_SPANS_PER_SECOND): a 401 storm must not fill the trace store.
+  if (!rejectSpanLimit().take()) return;
   const inbound = inboundContext(request.headers);
   const span = tracer.startSpan(
     'gateway.reject',

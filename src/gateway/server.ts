@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Platform } from '../platforms/platform.js';
 import type { Gateway } from './gateway.js';
+import type { HttpLimits } from './gateway-config.js';
 import { errorHandler } from './http-errors.js';
 
 const MAX_BODY_BYTES = 64 * 1024;
@@ -10,16 +11,27 @@ const MAX_BODY_BYTES = 64 * 1024;
  * The HTTP face: each platform registers its inbound routes; /v1/health reports queue and
  * outbox depth, and why intake refuses messages when it does. Ajv is strict: no type
  * coercion and no silent removal of unknown fields, so a malformed body is a 400 that names
- * the field, never a guess.
+ * the field, never a guess. Every client is bounded (see HttpLimits): a slow or silent one is
+ * cut off with a 408, and one past the connection cap is closed as it arrives.
  */
-export function buildServer(gateway: Gateway, platforms: readonly Platform[], logger: Logger): FastifyInstance {
+export function buildServer(gateway: Gateway, platforms: readonly Platform[], logger: Logger, limits: HttpLimits): FastifyInstance {
   const app = Fastify({
     bodyLimit: MAX_BODY_BYTES,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false } },
-    // Keep-alive connections from load balancers and benchmarks outlive a short default.
-    keepAliveTimeout: 65_000,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    http: {
+      headersTimeout: limits.headersTimeoutMs,
+      // Node checks both deadlines on this interval (default 30 s, which would double a 30 s timeout).
+      connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+    },
   });
+  app.server.maxConnections = limits.maxConnections;
   app.setErrorHandler(errorHandler(logger));
+  // A refused caller's unread body would otherwise be drained from a kept-alive socket.
+  app.addHook('onSend', async (_request, reply) => {
+    if (reply.statusCode === 401) reply.header('connection', 'close');
+  });
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ error: `No route ${request.method} ${request.url.split('?')[0]}`, code: 'TL_NOT_FOUND' }),
   );

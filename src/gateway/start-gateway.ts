@@ -39,6 +39,13 @@ export interface GatewayParts {
  * before anything is replayed, so a port in use fails before a delivery is sent again.
  */
 export async function startGateway(config: GatewayConfig, parts: GatewayParts): Promise<RunningGateway> {
+  if (config.unauthenticatedOffLoopback) {
+    parts.logger.warn(
+      { host: config.host },
+      'webhook intake takes messages with no token on a non-loopback HOST (THREADLINE_ALLOW_UNAUTHENTICATED=1): ' +
+        'set THREADLINE_WEBHOOK_TOKEN unless something in front authenticates callers',
+    );
+  }
   if (parts.store !== undefined) return assemble(config, parts, parts.store, () => {});
   const lock = acquireDataDirLock(config.dataDir);
   let store: Store | undefined;
@@ -61,9 +68,9 @@ const DONE_RETENTION_MS = 24 * 3_600_000;
 
 async function assemble(config: GatewayConfig, parts: GatewayParts, store: Store, unlock: () => void): Promise<RunningGateway> {
   const { logger } = parts;
-  const platforms: Platform[] = [new WebhookPlatform({ ...config.webhook, idempotencyTtlMs: config.webhookIdempotencyMs, logger })];
-  if (config.telegram !== undefined) platforms.push(new TelegramPlatform({ ...config.telegram, logger }));
-  if (config.slack !== undefined) platforms.push(new SlackPlatform({ ...config.slack, logger }));
+  const platforms: Platform[] = [new WebhookPlatform({ ...config.webhook, idempotencyTtlMs: config.webhookIdempotencyMs, logger, keepBaggage: config.inboundBaggage })];
+  if (config.telegram !== undefined) platforms.push(new TelegramPlatform({ ...config.telegram, logger, keepBaggage: config.inboundBaggage }));
+  if (config.slack !== undefined) platforms.push(new SlackPlatform({ ...config.slack, logger, keepBaggage: config.inboundBaggage }));
   const gateway = new Gateway({
     store,
     platforms,
@@ -73,6 +80,7 @@ async function assemble(config: GatewayConfig, parts: GatewayParts, store: Store
     queueCapacity: config.queueCapacity,
     perUserGroupSessions: config.perUserGroupSessions,
     strictRouting: config.strictRouting,
+    admins: config.admins,
     outbox: {
       maxAttempts: config.deliveryMaxAttempts,
       giveUpAfterMs: config.deliveryGiveUpMs,
@@ -83,7 +91,7 @@ async function assemble(config: GatewayConfig, parts: GatewayParts, store: Store
       maxOpenTotal: config.outboxMaxPending,
     },
   });
-  const server = buildServer(gateway, platforms, logger);
+  const server = buildServer(gateway, platforms, logger, config.http);
   const address = await server.listen({ port: config.port, host: config.host }).catch((error: unknown) => {
     const code = (error as { code?: unknown } | null)?.code;
     throw new ThreadlineError('TL_LISTEN_FAILED', `Cannot listen on ${config.host}:${config.port} (${String(code ?? messageOf(error))}): stop what holds the port, or set PORT or HOST`, {

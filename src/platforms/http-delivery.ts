@@ -2,6 +2,7 @@ import { context, trace, type Span } from '@opentelemetry/api';
 import { suppressTracing } from '@opentelemetry/core';
 import { Agent, type Dispatcher } from 'undici';
 import { answerFailure, networkFailure, type DeliveryError } from '../errors.js';
+import { safeUrl } from '../telemetry/redact-secrets.js';
 
 export interface PostOptions {
   readonly headers: Readonly<Record<string, string>>;
@@ -38,7 +39,7 @@ export class HttpPoster {
 
   post(url: URL, body: string, options: PostOptions): Promise<void> {
     const span = trace.getActiveSpan();
-    span?.setAttributes({ 'http.request.method': 'POST', 'url.full': `${url.origin}${url.pathname}`, 'server.address': url.hostname });
+    span?.setAttributes({ 'http.request.method': 'POST', 'url.full': safeUrl(url), 'server.address': url.hostname });
     return context.with(suppressTracing(context.active()), () => {
       const answer = new PostAnswer(options, span);
       // dispatch() hands its own failures (a closed pool, bad options) to answer.onError.

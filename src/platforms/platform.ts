@@ -55,6 +55,8 @@ export interface OutboundMessage {
  */
 export interface Platform {
   readonly name: string;
+  /** The platform proves who sent each message (a signature, a secret, a bearer token); only then can a user id name an admin. */
+  readonly authenticatesSenders?: boolean;
   register(app: FastifyInstance, intake: Intake): void;
   send(message: OutboundMessage, signal: AbortSignal): Promise<void>;
   /** One line for the start-up banner: where it listens and where it sends. */

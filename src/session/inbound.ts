@@ -77,6 +77,14 @@ export function inboundContext(headers: InboundHeaders, options: InboundOptions 
   return { context: ctx, links, droppedBaggage };
 }
 
+/** THREADLINE_INBOUND_BAGGAGE as `keepBaggage`: `none` or unset keeps none, `all` all, else the listed keys. */
+export function parseKeepBaggage(value: string | undefined): KeepBaggage {
+  const trimmed = (value ?? '').trim();
+  if (trimmed === 'none' || trimmed === '') return false;
+  if (trimmed === 'all') return true;
+  return trimmed.split(',').map((key) => key.trim()).filter((key) => key !== '');
+}
+
 /** `ctx` with exactly `entries` as its baggage (none when empty). */
 export function withBaggageEntries(ctx: Context, entries: Record<string, BaggageEntry>): Context {
   return Object.keys(entries).length === 0

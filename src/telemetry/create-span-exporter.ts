@@ -2,13 +2,14 @@ import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-t
 import { ConsoleSpanExporter, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { FileSpanExporter } from './file-span-exporter.js';
 import { OtlpProtobufSpanExporter } from './otlp-protobuf-span-exporter.js';
+import { safeUrl } from './redact-secrets.js';
 import type { TelemetryConfig } from './telemetry-config.js';
 
 /** The exporter the configuration names; undefined for `none`. OTLP ones read OTEL_EXPORTER_OTLP_* themselves. */
 export function createSpanExporter(config: TelemetryConfig): SpanExporter | undefined {
   switch (config.exporter) {
     case 'file':
-      return new FileSpanExporter(config.traceFile);
+      return new FileSpanExporter(config.traceFile, { maxBytes: config.traceFileMaxBytes, keep: config.traceFileKeep });
     case 'console':
       return new ConsoleSpanExporter();
     case 'otlp':
@@ -24,7 +25,8 @@ export function describeExporter(config: TelemetryConfig): string {
     case 'file':
       return `file ${config.traceFile}`;
     case 'otlp':
-      return `otlp ${config.otlpProtocol} ${process.env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || process.env['OTEL_EXPORTER_OTLP_ENDPOINT'] || 'http://localhost:4318'}`;
+      // Origin and path only: an endpoint may carry user:password@ or a key in its query.
+      return `otlp ${config.otlpProtocol} ${safeUrl(process.env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || process.env['OTEL_EXPORTER_OTLP_ENDPOINT'] || 'http://localhost:4318')}`;
     default:
       return config.exporter;
   }

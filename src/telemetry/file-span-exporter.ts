@@ -1,46 +1,66 @@
-import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { createWriteStream, mkdirSync, renameSync, statSync, unlinkSync, type WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 
+export interface TraceFileLimits {
+  /** The file is rotated before a batch would take it past this size (a larger batch gets a file of its own). */
+  readonly maxBytes: number;
+  /** Files kept, this one included: `path`, `path.1` (the newest full one) … `path.<keep - 1>`. */
+  readonly keep: number;
+}
+
+const DEFAULT_LIMITS: TraceFileLimits = { maxBytes: 64 * 1024 * 1024, keep: 4 };
+
 /**
  * Appends each exported batch to a file as one line of OTLP/JSON (an
  * ExportTraceServiceRequest): the default when no collector is configured, so `npm start`
- * needs no server and the file can be replayed into any OTLP receiver later.
+ * needs no server and the file can be replayed into any OTLP receiver later. The file is
+ * rotated at a size and only `keep` files are kept, so spans never fill the disk.
  */
 export class FileSpanExporter implements SpanExporter {
   private stream: WriteStream | undefined;
+  private size = 0;
+  /** Streams rotated away, still finishing their writes. */
+  private retiring: Promise<void> = Promise.resolve();
 
-  constructor(readonly path: string) {}
+  constructor(
+    readonly path: string,
+    readonly limits: TraceFileLimits = DEFAULT_LIMITS,
+  ) {}
 
   export(spans: ReadableSpan[], resultCallback: (result: ExportResult) => void): void {
+    const line = Buffer.concat([JsonTraceSerializer.serializeRequest(spans)!, Buffer.from('\n')]);
     let stream: WriteStream;
     try {
       stream = this.open();
+      if (this.size > 0 && this.size + line.length > this.limits.maxBytes) stream = this.rotate();
     } catch (error) {
       resultCallback({ code: ExportResultCode.FAILED, error: error as Error });
       return;
     }
-    const line = Buffer.concat([JsonTraceSerializer.serializeRequest(spans)!, Buffer.from('\n')]);
+    this.size += line.length;
     stream.write(line, (error) => {
       resultCallback(error ? { code: ExportResultCode.FAILED, error } : { code: ExportResultCode.SUCCESS });
     });
   }
 
-  forceFlush(): Promise<void> {
+  async forceFlush(): Promise<void> {
+    await this.retiring;
     const stream = this.stream;
-    if (stream === undefined || stream.writableLength === 0) return Promise.resolve();
+    if (stream === undefined || stream.writableLength === 0) return;
     // 'drain' only follows a write that filled the buffer; an empty write's callback runs
     // after every write queued before it.
-    return new Promise((resolve) => stream.write(Buffer.alloc(0), () => resolve()));
+    await new Promise<void>((resolve) => stream.write(Buffer.alloc(0), () => resolve()));
   }
 
-  shutdown(): Promise<void> {
+  async shutdown(): Promise<void> {
     const stream = this.stream;
     this.stream = undefined;
-    if (stream === undefined) return Promise.resolve();
-    return new Promise((resolve, reject) => stream.end((error?: Error | null) => (error ? reject(error) : resolve())));
+    await this.retiring;
+    if (stream === undefined) return;
+    await new Promise<void>((resolve, reject) => stream.end((error?: Error | null) => (error ? reject(error) : resolve())));
   }
 
   private open(): WriteStream {
@@ -53,7 +73,36 @@ export class FileSpanExporter implements SpanExporter {
         if (this.stream === stream) this.stream = undefined;
       });
       this.stream = stream;
+      this.size = sizeOf(this.path);
     }
     return this.stream;
+  }
+
+  /** Shifts path → path.1 → … (the oldest is overwritten) and opens a new, empty file. */
+  private rotate(): WriteStream {
+    const full = this.stream!;
+    this.stream = undefined;
+    // Renaming an open file is safe: the writes still queued land in it under its new name.
+    const ended = new Promise<void>((resolve) => full.end(() => resolve()));
+    this.retiring = Promise.all([this.retiring, ended]).then(() => undefined);
+    const { keep } = this.limits;
+    if (keep <= 1) unlinkSync(this.path);
+    for (let i = keep - 1; i >= 1; i--) {
+      const from = i === 1 ? this.path : `${this.path}.${i - 1}`;
+      try {
+        renameSync(from, `${this.path}.${i}`);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      }
+    }
+    return this.open();
+  }
+}
+
+function sizeOf(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
   }
 }

@@ -1,7 +1,9 @@
 export { SessionSpanProcessor } from './session-span-processor.js';
 export { SessionBaggagePropagator } from './session-baggage-propagator.js';
 export { pseudonymize, type PrivacyMode, type SessionAttributeOptions } from './session-attributes.js';
-export { FileSpanExporter } from './file-span-exporter.js';
+export { FileSpanExporter, type TraceFileLimits } from './file-span-exporter.js';
+export { RedactSpanProcessor } from './redact-span-processor.js';
+export { redactText, safePath, safeUrl } from './redact-secrets.js';
 export { createSpanExporter, describeExporter } from './create-span-exporter.js';
 export { createPropagator, installContext } from './install-context.js';
 export { readTelemetryConfig, type TelemetryConfig, type TraceExporterKind } from './telemetry-config.js';

@@ -1,12 +1,21 @@
 import { trace } from '@opentelemetry/api';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import { activeContext, getSession, names, routingFields } from '../session/index.js';
+import { privacySerializers } from './log-privacy.js';
+import { SECRET_PATHS, secretSerializers } from './log-secrets.js';
+import { checkAttributeOptions, type SessionAttributeOptions } from './session-attributes.js';
+import { namesNeedPlainPrivacy, readSpanAttributeOptions } from './telemetry-config.js';
 
 export interface LoggerOptions {
   readonly level?: string;
   /** Log chat and user names as they are; by default they are redacted. */
   readonly includeNames?: boolean;
   readonly destination?: DestinationStream;
+  /**
+   * Ids in records as spans show them (pseudonyms in `hmac`, none in `off`). Default: the
+   * span privacy setting in the environment (THREADLINE_SPAN_PRIVACY, THREADLINE_SPAN_HMAC_KEY).
+   */
+  readonly privacy?: SessionAttributeOptions;
 }
 
 // Dotted keys need bracket notation: pino reads a bare "chat.name" as no path at all.
@@ -24,15 +33,20 @@ const REDACTED_PATHS = [
 /**
  * A pino logger whose every record carries trace_id, span_id and the routing of the active
  * session, read at the moment of logging, so a log line can be found from its trace and its
- * chat. Names in logged objects are redacted unless `includeNames`.
+ * chat. Ids follow the span privacy setting; names in logged objects are redacted unless
+ * `includeNames`; secrets (credential fields, URL userinfo, queries and bot tokens, in
+ * messages and errors too) always are.
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const includeNames = options.includeNames ?? false;
+  const privacy = checkAttributeOptions(options.privacy ?? readSpanAttributeOptions(process.env));
+  if (includeNames && privacy.privacy !== 'plain') throw namesNeedPlainPrivacy(privacy.privacy);
   return pino(
     {
       level: options.level ?? 'info',
       mixin: () => contextFields(includeNames),
-      ...(includeNames ? {} : { redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }),
+      serializers: { ...secretSerializers, ...privacySerializers(privacy) },
+      redact: { paths: includeNames ? SECRET_PATHS : [...SECRET_PATHS, ...REDACTED_PATHS], censor: '[redacted]' },
     },
     options.destination,
   );

@@ -6,6 +6,8 @@ import { NodeSDK } from '@opentelemetry/sdk-node';
 import { BatchSpanProcessor, type BufferConfig } from '@opentelemetry/sdk-trace-base';
 import { createSpanExporter } from './create-span-exporter.js';
 import { createPropagator, installContext } from './install-context.js';
+import { RedactSpanProcessor } from './redact-span-processor.js';
+import { limitRejectSpans } from './reject-span-limit.js';
 import { SessionSpanProcessor } from './session-span-processor.js';
 import { ThreadlineContextManager } from './threadline-context-manager.js';
 import { readTelemetryConfig, type TelemetryConfig } from './telemetry-config.js';
@@ -19,14 +21,16 @@ export interface Telemetry {
 /**
  * Boots OpenTelemetry for threadline: the AsyncLocalStorage context manager, W3C trace
  * context and baggage propagators with threadline's policies, http and undici
- * instrumentations, the SessionSpanProcessor ahead of a batch exporter. With tracing off
- * only the context manager and propagators are registered, because routing needs them.
+ * instrumentations, the SessionSpanProcessor and the RedactSpanProcessor ahead of a batch
+ * exporter. With tracing off only the context manager and propagators are registered,
+ * because routing needs them.
  */
 export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()): Telemetry {
   const propagator = createPropagator(config);
   const exporter = createSpanExporter(config);
   // Built before anything is registered, so a bad privacy setting fails before start-up.
   const stamper = new SessionSpanProcessor(config.attributes);
+  limitRejectSpans(config.rejectSpansPerSecond);
   if (exporter === undefined) {
     installContext(propagator);
     return { config, shutdown: () => Promise.resolve() };
@@ -50,7 +54,7 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
       }),
       new UndiciInstrumentation({ ignoreRequestHook: () => isTracingSuppressed(context.active()) }),
     ],
-    spanProcessors: [stamper, new BatchSpanProcessor(exporter, batchDefaults())],
+    spanProcessors: [stamper, new RedactSpanProcessor(), new BatchSpanProcessor(exporter, batchDefaults())],
     // Traces only. Left unset, NodeSDK adds OTLP metric and log exporters aimed at
     // localhost:4318 even when spans go to the file: they retry on every flush and hold
     // shutdown for seconds where no collector listens.

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { envFlag, envOneOf } from '../env-vars.js';
+import { envFlag, envInteger, envOneOf } from '../env-vars.js';
 import { ConfigError } from '../errors.js';
 import {
   DEFAULT_OUTBOUND_POLICY,
@@ -10,6 +10,8 @@ import {
 } from '../session/index.js';
 import type { PrivacyMode, SessionAttributeOptions } from './session-attributes.js';
 
+const MIB = 1024 * 1024;
+
 export type TraceExporterKind = 'file' | 'otlp' | 'console' | 'none';
 export type OtlpProtocol = 'http/protobuf' | 'http/json';
 
@@ -19,6 +21,12 @@ export interface TelemetryConfig {
   readonly exporter: TraceExporterKind;
   readonly otlpProtocol: OtlpProtocol;
   readonly traceFile: string;
+  /** The trace file is rotated before a write would take it past this size. */
+  readonly traceFileMaxBytes: number;
+  /** Trace files kept, the one being written included. */
+  readonly traceFileKeep: number;
+  /** gateway.reject spans recorded a second at most; the rest are counted, not recorded. */
+  readonly rejectSpansPerSecond: number;
   readonly attributes: SessionAttributeOptions;
   readonly outboundBaggage: OutboundBaggagePolicy;
   readonly inboundBaggage: KeepBaggage;
@@ -32,25 +40,40 @@ export interface TelemetryConfig {
  */
 export function readTelemetryConfig(env: NodeJS.ProcessEnv = process.env): TelemetryConfig {
   const dataDir = env['THREADLINE_DATA_DIR'] || './data';
-  const privacy = envOneOf<PrivacyMode>(env, 'THREADLINE_SPAN_PRIVACY', ['plain', 'hmac', 'off'], 'plain');
-  const hmacKey = env['THREADLINE_SPAN_HMAC_KEY'];
+  const attributes = readSpanAttributeOptions(env);
+  const logNames = envFlag(env, 'THREADLINE_LOG_NAMES');
+  if (logNames && attributes.privacy !== 'plain') throw namesNeedPlainPrivacy(attributes.privacy!);
   return {
     serviceName: env['OTEL_SERVICE_NAME'] || 'threadline',
     exporter: exporterKind(env),
     otlpProtocol: otlpProtocol(env),
     traceFile: env['THREADLINE_TRACE_FILE'] || join(dataDir, 'traces.jsonl'),
-    attributes: {
-      privacy,
-      includeChatName: envFlag(env, 'THREADLINE_SPAN_CHAT_NAME'),
-      ...(hmacKey ? { hmacKey } : {}),
-    },
+    traceFileMaxBytes: envInteger(env, 'THREADLINE_TRACE_FILE_MAX_BYTES', 64 * MIB, 64 * 1024, 2 ** 40),
+    traceFileKeep: envInteger(env, 'THREADLINE_TRACE_FILE_KEEP', 4, 1, 100),
+    rejectSpansPerSecond: envInteger(env, 'THREADLINE_REJECT_SPANS_PER_SECOND', 10, 0, 1_000_000),
+    attributes,
     outboundBaggage: {
       keys: keyList('THREADLINE_BAGGAGE_KEYS', env['THREADLINE_BAGGAGE_KEYS'] ?? DEFAULT_OUTBOUND_POLICY.keys.join(',')),
       hosts: hostRules(env),
     },
     inboundBaggage: inboundBaggage(env['THREADLINE_INBOUND_BAGGAGE'] ?? 'none'),
     logLevel: envOneOf(env, 'THREADLINE_LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
-    logNames: envFlag(env, 'THREADLINE_LOG_NAMES'),
+    logNames,
+  };
+}
+
+/** As chat names on spans: a name would undo the pseudonyms of its chat. */
+export function namesNeedPlainPrivacy(privacy: string): ConfigError {
+  return new ConfigError('THREADLINE_LOG_NAMES', `names can only be logged in plain privacy mode, not ${privacy}`);
+}
+
+/** The span privacy setting; logs follow it too (see createLogger). */
+export function readSpanAttributeOptions(env: NodeJS.ProcessEnv): SessionAttributeOptions {
+  const hmacKey = env['THREADLINE_SPAN_HMAC_KEY'];
+  return {
+    privacy: envOneOf<PrivacyMode>(env, 'THREADLINE_SPAN_PRIVACY', ['plain', 'hmac', 'off'], 'plain'),
+    includeChatName: envFlag(env, 'THREADLINE_SPAN_CHAT_NAME'),
+    ...(hmacKey ? { hmacKey } : {}),
   };
 }
 

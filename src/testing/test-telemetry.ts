@@ -7,9 +7,10 @@ import {
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { installContext } from '../telemetry/install-context.js';
+import { RedactSpanProcessor } from '../telemetry/redact-span-processor.js';
 import { SessionSpanProcessor } from '../telemetry/session-span-processor.js';
 
-/** Finished spans of the process, kept in memory, stamped by the SessionSpanProcessor. */
+/** Finished spans of the process, kept in memory, stamped and redacted as in production. */
 export interface TestTelemetry {
   readonly exporter: InMemorySpanExporter;
   spans(traceId?: string): ReadableSpan[];
@@ -30,7 +31,7 @@ export function installTestTelemetry(extraProcessors: readonly SpanProcessor[] =
   installContext();
   const exporter = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({
-    spanProcessors: [new SessionSpanProcessor(), new SimpleSpanProcessor(exporter), ...extraProcessors],
+    spanProcessors: [new SessionSpanProcessor(), new RedactSpanProcessor(), new SimpleSpanProcessor(exporter), ...extraProcessors],
   });
   trace.setGlobalTracerProvider(provider);
   installed = {

@@ -38,7 +38,8 @@ describe('EchoAgent through the gateway', () => {
   });
 
   it('/sethome makes the chat the home channel of home deliveries', async () => {
-    gateway = await startTestGateway();
+    // Admin-only; the test gateway's webhook has no token, so only "*" names its senders admins.
+    gateway = await startTestGateway({ env: { THREADLINE_ADMINS: '*' } });
     await gateway.send({ chat_id: 'home-chat', thread_id: 'general', text: '/sethome' });
     await gateway.receiver.waitFor(1);
     const answer = await gateway.send({ chat_id: 'other', text: 'hello' });

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { readGatewayConfig } from '../../src/gateway/gateway-config.js';
 
 // Docker does not run on these machines, so the wiring between the deployment files is
 // checked by reading them: every name and port one file uses must be one another defines.
@@ -72,6 +73,24 @@ describe('docker-compose.yml, otel/collector.yaml and the Dockerfile agree', () 
     const port = /^EXPOSE (\d+)$/m.exec(dockerfile)![1];
     expect(services['threadline']!.ports).toContain(`${port}:${port}`);
     expect(services['threadline']!.environment!['HOST']).toBe('0.0.0.0');
+  });
+
+  it('takes the webhook token from the environment: compose requires one, the image holds none', () => {
+    const env = services['threadline']!.environment!;
+    expect(env['THREADLINE_WEBHOOK_TOKEN']).toMatch(/^\$\{THREADLINE_WEBHOOK_TOKEN:\?[^}]+\}$/);
+    expect(env).not.toHaveProperty('THREADLINE_ALLOW_UNAUTHENTICATED');
+    const instructions = dockerfile.replace(/^\s*#.*$/gm, '');
+    expect(instructions).not.toMatch(/THREADLINE_WEBHOOK_TOKEN|THREADLINE_ALLOW_UNAUTHENTICATED/);
+  });
+
+  it('starts with the token compose passes on, and the image alone refuses to start on 0.0.0.0', () => {
+    const env = services['threadline']!.environment!;
+    expect(readGatewayConfig({ ...env, THREADLINE_WEBHOOK_TOKEN: 'a-long-random-string' }).host).toBe('0.0.0.0');
+    const finalStage = dockerfile.split(/^FROM /m).at(-1)!;
+    const envBlock = /^ENV ((?:.*\\\n)*.*)$/m.exec(finalStage)![1]!;
+    const imageEnv = Object.fromEntries([...envBlock.matchAll(/(\w+)=(\S+)/g)].map((match) => [match[1]!, match[2]!]));
+    expect(imageEnv['HOST']).toBe('0.0.0.0');
+    expect(() => readGatewayConfig(imageEnv)).toThrow(/THREADLINE_WEBHOOK_TOKEN.*HOST=127\.0\.0\.1/);
   });
 
   it('compiles better-sqlite3 against Node 24 headers older than 24.19, whose ObjectWrap aborts on GC', () => {

@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../../src/testing/index.js';
 
@@ -77,5 +78,75 @@ describe('hostile HTTP input', () => {
       }),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('hostile connections', () => {
+  const TOKEN = 'fuzz-token';
+  const HEADERS_TIMEOUT_MS = 300;
+  const REQUEST_TIMEOUT_MS = 600;
+  const KEEP_ALIVE_TIMEOUT_MS = 300;
+  // The longest a connection may live: a request at its timeout, or one answered and then kept
+  // alive (Node adds 1 s to the keep-alive timeout), plus a check interval and a loaded machine.
+  const BOUND_MS = Math.max(REQUEST_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS + 1_000) + HEADERS_TIMEOUT_MS + 1_500;
+  let bounded: TestGateway;
+  beforeAll(async () => {
+    bounded = await startTestGateway({
+      env: {
+        THREADLINE_WEBHOOK_TOKEN: TOKEN,
+        THREADLINE_HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+        THREADLINE_HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
+        THREADLINE_HTTP_KEEP_ALIVE_TIMEOUT_MS: String(KEEP_ALIVE_TIMEOUT_MS),
+      },
+    });
+  });
+  afterAll(async () => {
+    await bounded.stop();
+  });
+
+  function request(authorized: boolean, body: string): string {
+    const auth = authorized ? `Authorization: Bearer ${TOKEN}\r\n` : '';
+    return `POST /v1/messages HTTP/1.1\r\nHost: threadline\r\n${auth}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  }
+
+  /** Sends `text`, then nothing: resolves with the ms until the gateway closed the socket and what it answered. */
+  function sendThenWait(text: string): Promise<{ ms: number; answer: string }> {
+    const { hostname, port } = new URL(bounded.url);
+    const socket = connect(Number(port), hostname, () => void socket.write(text));
+    const start = Date.now();
+    let answer = '';
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+    socket.on('error', () => {});
+    const timer = setTimeout(() => socket.destroy(new Error('still open')), BOUND_MS * 2);
+    return new Promise((resolve) =>
+      socket.once('close', () => {
+        clearTimeout(timer);
+        resolve({ ms: Date.now() - start, answer });
+      }),
+    );
+  }
+
+  it('closes every connection within its timeouts, wherever the client stops sending', async () => {
+    const client = fc.record({ authorized: fc.boolean(), chatId: fc.stringMatching(/^[\w:-]{1,40}$/), cut: fc.double({ min: 0, max: 1, noNaN: true }) });
+    await fc.assert(
+      fc.asyncProperty(fc.array(client, { minLength: 16, maxLength: 16 }), async (clients) => {
+        // All at once: each waits out a timeout, so one after another would take minutes.
+        const results = await Promise.all(
+          clients.map(({ authorized, chatId, cut }) => {
+            const full = request(authorized, JSON.stringify({ chat_id: chatId, text: 'hi' }));
+            const sent = full.slice(0, Math.round(cut * full.length));
+            return sendThenWait(sent).then((result) => ({ ...result, complete: sent === full, authorized }));
+          }),
+        );
+        for (const { ms, answer, complete, authorized } of results) {
+          expect(ms).toBeLessThan(BOUND_MS);
+          const status = Number(/^HTTP\/1\.1 (\d{3}) /.exec(answer)?.[1]);
+          // A request never completed is cut off with 408, or refused 401 as soon as its headers are in.
+          expect(complete && authorized ? [202] : [401, 408]).toContain(status);
+        }
+      }),
+      { numRuns: 3 },
+    );
+    expect((await fetch(`${bounded.url}/v1/health`)).status).toBe(200);
   });
 });

@@ -2,7 +2,7 @@ import { WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, WebClient
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
-import { inboundContext, type ChatType } from '../../session/index.js';
+import { inboundContext, type ChatType, type InboundOptions, type KeepBaggage } from '../../session/index.js';
 import type { Intake, OutboundMessage, Platform } from '../platform.js';
 import { AcceptOnce } from '../accept-once.js';
 import { slackInbound } from './slack-inbound.js';
@@ -16,6 +16,8 @@ export interface SlackOptions {
   /** Reply to a top-level message in a thread of its own. */
   readonly threadTopLevel: boolean;
   readonly logger: Logger;
+  /** THREADLINE_INBOUND_BAGGAGE: foreign inbound baggage to keep (default none). */
+  readonly keepBaggage?: KeepBaggage;
 }
 
 export const SLACK_EVENTS_PATH = '/v1/slack/events';
@@ -30,13 +32,18 @@ const MAX_BODY_BYTES = 64 * 1024;
  */
 export class SlackPlatform implements Platform {
   readonly name = 'slack';
+  /** Every event is signed with the signing secret. */
+  readonly authenticatesSenders = true;
   private readonly client: WebClient;
   /** Slack's redeliveries and the message/app_mention pair of one message are accepted one at a time. */
   private readonly once = new AcceptOnce();
   /** Chat types that message events showed per channel, for app_mention events, which lack them. */
   private readonly channelTypes = new Map<string, ChatType>();
+  /** How each event's context is built. */
+  private readonly inbound: InboundOptions;
 
   constructor(private readonly options: SlackOptions) {
+    this.inbound = { authenticated: true, keepBaggage: options.keepBaggage ?? false };
     this.client = new WebClient(options.botToken, {
       slackApiUrl: options.apiUrl,
       retryConfig: { retries: 0 },
@@ -77,7 +84,7 @@ export class SlackPlatform implements Platform {
         // Channel and ts name the message: its event_id's redeliveries and its app_mention twin share them.
         const key = `slack:${encodeURIComponent(message.session.chatId)}:${encodeURIComponent(message.session.messageId!)}`;
         const accepted = await this.once.accept(key, () =>
-          intake.accept(message, inboundContext(request.headers, { authenticated: true }), { key, ttlMs: SLACK_IDEMPOTENCY_MS }),
+          intake.accept(message, inboundContext(request.headers, this.inbound), { key, ttlMs: SLACK_IDEMPOTENCY_MS }),
         );
         if (accepted.duplicate) return reply.code(200).send({ ok: true, duplicate: true });
         return reply.code(200).send({ ok: true, message_id: accepted.messageId, trace_id: accepted.traceId });

@@ -2,11 +2,12 @@ import type { FastifyInstance } from 'fastify';
 import { Api, Bot, GrammyError } from 'grammy';
 import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
-import { inboundContext, runDetached } from '../../session/index.js';
+import { inboundContext, runDetached, type InboundOptions, type KeepBaggage } from '../../session/index.js';
 import { secretsMatch } from '../bearer-token.js';
 import type { Idempotency, InboundMessage, Intake, OutboundMessage, Platform } from '../platform.js';
 import { AcceptOnce } from '../accept-once.js';
 import { telegramInbound } from './telegram-inbound.js';
+import { safeUrl } from '../../telemetry/redact-secrets.js';
 
 export interface TelegramOptions {
   readonly token: string;
@@ -17,6 +18,8 @@ export interface TelegramOptions {
   /** The Bot API root; tests point it at a local fake. */
   readonly apiRoot: string;
   readonly logger: Logger;
+  /** THREADLINE_INBOUND_BAGGAGE: foreign inbound baggage to keep (default none). */
+  readonly keepBaggage?: KeepBaggage;
 }
 
 export const TELEGRAM_WEBHOOK_PATH = '/v1/telegram/webhook';
@@ -31,6 +34,8 @@ const HAND_RETRY_MS = 1_000;
  */
 export class TelegramPlatform implements Platform {
   readonly name = 'telegram';
+  /** Updates come with the webhook secret, or from the Bot API itself when polling. */
+  readonly authenticatesSenders = true;
   private readonly api: Api;
   private bot: Bot | undefined;
   /** The update being handed to intake, which close() lets finish while intake is open. */
@@ -39,8 +44,11 @@ export class TelegramPlatform implements Platform {
   private closing = false;
   /** Telegram redelivers an update whose answer it did not get: accepted one at a time. */
   private readonly once = new AcceptOnce();
+  /** How each update's context is built. Polled updates have no headers, so no baggage either. */
+  private readonly inbound: InboundOptions;
 
   constructor(private readonly options: TelegramOptions) {
+    this.inbound = { authenticated: true, keepBaggage: options.keepBaggage ?? false };
     // grammY waits up to 500 s by default; a slow send would hold its chat's turn that long.
     this.api = new Api(options.token, { apiRoot: options.apiRoot, timeoutSeconds: 10 });
   }
@@ -67,7 +75,7 @@ export class TelegramPlatform implements Platform {
         // A 429 from here makes Telegram redeliver later: back-pressure, not loss.
         const idempotency = idempotencyOf(message);
         const accepted = await this.once.accept(idempotency.key, () =>
-          intake.accept(message, inboundContext(request.headers, { authenticated: true }), idempotency),
+          intake.accept(message, inboundContext(request.headers, this.inbound), idempotency),
         );
         if (accepted.duplicate) return reply.code(200).send({ ok: true, duplicate: true });
         return reply.code(200).send({ ok: true, message_id: accepted.messageId, trace_id: accepted.traceId });
@@ -102,7 +110,7 @@ export class TelegramPlatform implements Platform {
 
   describe(baseUrl: string): string {
     return this.options.mode === 'polling'
-      ? `telegram: long polling ${this.options.apiRoot}`
+      ? `telegram: long polling ${safeUrl(this.options.apiRoot)}`
       : `telegram: POST ${baseUrl}${TELEGRAM_WEBHOOK_PATH}`;
   }
 
@@ -125,7 +133,7 @@ export class TelegramPlatform implements Platform {
     await this.once.accept(idempotency.key, async () => {
       for (let tries = 1; ; tries++) {
         try {
-          return await runDetached(() => intake.accept(message, inboundContext({}, { authenticated: true }), idempotency));
+          return await runDetached(() => intake.accept(message, inboundContext({}, this.inbound), idempotency));
         } catch (error) {
           // Past the shutdown deadline intake is closed for good: stop trying (logged by bot.catch).
           if (!(error instanceof ThreadlineError) || GIVE_UP.has(error.code)) throw error;

@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { ThreadlineError } from '../../errors.js';
-import { inboundContext, outboundHeaders } from '../../session/index.js';
+import { inboundContext, outboundHeaders, type InboundOptions, type KeepBaggage } from '../../session/index.js';
 import { bearerToken, secretsMatch } from '../bearer-token.js';
 import { HttpPoster } from '../http-delivery.js';
+import { safeUrl } from '../../telemetry/redact-secrets.js';
 import { AcceptOnce } from '../accept-once.js';
 import type { InboundMessage, Intake, OutboundMessage, Platform } from '../platform.js';
 import { webhookMessageSchema, type WebhookMessageBody } from './webhook-schema.js';
@@ -17,6 +18,8 @@ export interface WebhookOptions {
   readonly idempotencyTtlMs: number;
   readonly logger: Logger;
   readonly timeoutMs?: number;
+  /** THREADLINE_INBOUND_BAGGAGE: foreign inbound baggage to keep (default none). */
+  readonly keepBaggage?: KeepBaggage;
 }
 
 export const WEBHOOK_PATH = '/v1/messages';
@@ -30,9 +33,15 @@ export class WebhookPlatform implements Platform {
   /** A client retrying before its first try was answered waits for that answer. */
   private readonly once = new AcceptOnce();
   private readonly deliveryUrl: URL | undefined;
+  /** Only a caller that presented the token is trusted to say who the user is (user_id). */
+  readonly authenticatesSenders: boolean;
+  /** How each request's context is built. */
+  private readonly inbound: InboundOptions;
 
   constructor(private readonly options: WebhookOptions) {
     this.deliveryUrl = options.deliveryUrl === undefined ? undefined : new URL(options.deliveryUrl);
+    this.authenticatesSenders = options.token !== undefined;
+    this.inbound = { authenticated: this.authenticatesSenders, keepBaggage: options.keepBaggage ?? false };
   }
 
   register(app: FastifyInstance, intake: Intake): void {
@@ -51,7 +60,7 @@ export class WebhookPlatform implements Platform {
       },
       async (request, reply) => {
         const body = request.body;
-        const inbound = inboundContext(request.headers, { authenticated: token !== undefined });
+        const inbound = inboundContext(request.headers, this.inbound);
         const key = idempotencyKey(request.headers['idempotency-key'], body);
         const message: InboundMessage = {
           session: {
@@ -103,7 +112,8 @@ export class WebhookPlatform implements Platform {
   }
 
   describe(baseUrl: string): string {
-    const out = this.options.deliveryUrl ?? 'the log';
+    // Origin and path only: the URL may carry user:password@ or a token in its query.
+    const out = this.deliveryUrl === undefined ? 'the log' : safeUrl(this.deliveryUrl);
     const auth = this.options.token === undefined ? 'no token' : 'bearer token';
     return `webhook: POST ${baseUrl}${WEBHOOK_PATH} (${auth}) → ${out}`;
   }

@@ -1,0 +1,178 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { slackSignature } from '../../src/platforms/slack/slack-signature.js';
+import { DeliveryReceiver, FakeSlack, FakeTelegram } from '../../src/testing/index.js';
+import { startLocalServer, type LocalServer } from '../../src/testing/local-server.js';
+import { until } from '../helpers/gateway.js';
+import { useTempDir } from '../helpers/temp-dir.js';
+
+/**
+ * The gateway as `npm start` runs it (register, then cli/main), with Telegram, Slack and the
+ * webhook against loopback fakes, logs at debug, and each exporter in turn: no secret it was
+ * configured with may appear in any byte it wrote (banner, logs, trace file, OTLP bodies, the
+ * data dir).
+ */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const tempDir = useTempDir('no-secrets');
+
+const SECRETS = {
+  telegramToken: '5550001234:AAHtelegramTokenSecretForThreadline01',
+  telegramWebhookSecret: 'tg-webhook-secret-7Q2xV9',
+  slackBotToken: 'xoxb-1111-2222-slackBotTokenSecret',
+  slackSigningSecret: 'slack-signing-secret-K8pL3m',
+  webhookBearer: 'webhook-bearer-secret-Z4nR6t',
+  deliveryPassword: 'delivery-password-M1wQ8s',
+  deliveryQueryToken: 'delivery-query-token-B5yH2k',
+  otlpPassword: 'otlp-password-F7gJ3d',
+  otlpQueryKey: 'otlp-query-key-W2eT9u',
+  inboundQueryToken: 'inbound-query-token-P6vC1x',
+  hmacKey: 'hmac-key-secret-0123456789abcdef',
+};
+/** The secret half of the bot token: what a partial redaction would leave. */
+const TOKEN_TAIL = SECRETS.telegramToken.split(':')[1]!;
+/** Chat ids that hmac mode must keep out of the logs. */
+const CHATS = { webhook: 'plain-chat-id-webhook-42', telegram: -1009876543210, slack: 'CPLAINSLACK42' };
+
+interface Run {
+  readonly output: string;
+  readonly code: number | null;
+  readonly written: Buffer;
+}
+
+type Exporter = 'file' | 'http/json' | 'http/protobuf';
+
+async function runGateway(exporter: Exporter): Promise<Run> {
+  const dataDir = join(tempDir(), exporter.replace('/', '-'));
+  const [telegram, slack, receiver] = await Promise.all([FakeTelegram.start(), FakeSlack.start(), DeliveryReceiver.start()]);
+  const otlpBodies: Buffer[] = [];
+  const otlp: LocalServer = await startLocalServer((request) => {
+    otlpBodies.push(request.raw);
+    return { status: 200, headers: { 'content-type': String(request.headers['content-type']) }, body: '' };
+  });
+  const deliveryUrl = new URL(receiver.url);
+  deliveryUrl.username = 'hook';
+  deliveryUrl.password = SECRETS.deliveryPassword;
+  deliveryUrl.search = `?token=${SECRETS.deliveryQueryToken}`;
+  const env: Record<string, string> = {
+    PATH: process.env['PATH'] ?? '',
+    HOME: process.env['HOME'] ?? '',
+    TMPDIR: process.env['TMPDIR'] ?? '/tmp',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    THREADLINE_DATA_DIR: dataDir,
+    THREADLINE_LOG_LEVEL: 'debug',
+    THREADLINE_SPAN_PRIVACY: 'hmac',
+    THREADLINE_SPAN_HMAC_KEY: SECRETS.hmacKey,
+    THREADLINE_DELIVERY_BACKOFF_MS: '20',
+    THREADLINE_WEBHOOK_TOKEN: SECRETS.webhookBearer,
+    THREADLINE_WEBHOOK_DELIVERY_URL: deliveryUrl.href,
+    THREADLINE_TELEGRAM_BOT_TOKEN: SECRETS.telegramToken,
+    THREADLINE_TELEGRAM_WEBHOOK_SECRET: SECRETS.telegramWebhookSecret,
+    THREADLINE_TELEGRAM_API_ROOT: telegram.apiRoot,
+    THREADLINE_SLACK_BOT_TOKEN: SECRETS.slackBotToken,
+    THREADLINE_SLACK_SIGNING_SECRET: SECRETS.slackSigningSecret,
+    THREADLINE_SLACK_API_URL: slack.apiUrl,
+    ...(exporter === 'file'
+      ? {}
+      : {
+          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://collector:${SECRETS.otlpPassword}@${otlp.origin.slice('http://'.length)}/v1/traces?key=${SECRETS.otlpQueryKey}`,
+          OTEL_EXPORTER_OTLP_PROTOCOL: exporter,
+          OTEL_EXPORTER_OTLP_COMPRESSION: 'none',
+        }),
+  };
+  const child = spawn(process.execPath, ['--import', 'tsx', '--import', './src/telemetry/register.ts', 'src/cli/main.ts'], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
+  try {
+    await until(() => /threadline listening on (\S+)/.test(output) || child.exitCode !== null, 30_000);
+    const base = /threadline listening on (\S+)/.exec(output)?.[1];
+    if (base === undefined) throw new Error(`the gateway did not start:\n${output}`);
+    await exercise(base, { telegram, slack, receiver });
+    await until(() => count(output, 'delivery failed for good') >= 3, 15_000);
+  } finally {
+    stop(child);
+  }
+  const code = await exited;
+  await Promise.all([telegram.close(), slack.close(), receiver.close(), otlp.close()]);
+  const files = readdirSync(dataDir)
+    .map((name) => join(dataDir, name))
+    .filter((path) => statSync(path).isFile())
+    .map((path) => readFileSync(path));
+  return { output, code, written: Buffer.concat([Buffer.from(output), ...otlpBodies, ...files]) };
+}
+
+/** Real sends through every platform, two each: one fails for good (an error logged), one gets through. */
+async function exercise(base: string, fakes: { telegram: FakeTelegram; slack: FakeSlack; receiver: DeliveryReceiver }): Promise<void> {
+  const post = (path: string, body: object, headers: Record<string, string>) =>
+    fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  fakes.receiver.failNext(1, 400);
+  fakes.telegram.failNext(1, 400);
+  fakes.slack.refuseNext('channel_not_found');
+  const bearer = { authorization: `Bearer ${SECRETS.webhookBearer}` };
+  // A caller that put its token in the query: refused, and the query is in no span.
+  expect((await post(`/v1/messages?token=${SECRETS.inboundQueryToken}`, { chat_id: CHATS.webhook, text: 'x' }, {})).status).toBe(401);
+  for (const n of [1, 2]) {
+    expect((await post('/v1/messages', { chat_id: CHATS.webhook, text: `webhook ${n}` }, bearer)).status).toBe(202);
+    const from = { id: 7, is_bot: false, first_name: 'A' };
+    const update = { update_id: n, message: { message_id: n, date: 0, chat: { id: CHATS.telegram, type: 'supergroup', title: 'T' }, from, text: `tg ${n}` } };
+    expect((await post('/v1/telegram/webhook', update, { 'x-telegram-bot-api-secret-token': SECRETS.telegramWebhookSecret })).status).toBe(200);
+    const event = { type: 'event_callback', event_id: `Ev${n}`, event: { type: 'message', channel: CHATS.slack, channel_type: 'channel', user: 'U1', text: `slack ${n}`, ts: `1800000000.00000${n}` } };
+    const raw = JSON.stringify(event);
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const signature = slackSignature(SECRETS.slackSigningSecret, timestamp, raw);
+    expect((await post('/v1/slack/events', event, { 'x-slack-request-timestamp': timestamp, 'x-slack-signature': signature })).status).toBe(200);
+  }
+  await until(() => fakes.receiver.received.length >= 1 && fakes.telegram.sent.length >= 1 && fakes.slack.sent.length >= 1, 15_000);
+}
+
+function stop(child: ChildProcess): void {
+  if (child.exitCode === null) child.kill('SIGTERM');
+}
+
+function count(text: string, needle: string): number {
+  return text.split(needle).length - 1;
+}
+
+describe.each<Exporter>(['file', 'http/json', 'http/protobuf'])('no secret in anything the gateway writes, exporting %s', (exporter) => {
+  let run: Run;
+  beforeAll(async () => {
+    run = await runGateway(exporter);
+  }, 90_000);
+
+  it('ran: started, sent through every platform, logged the failures, stopped cleanly', () => {
+    expect(run.code, run.output).toBe(0);
+    expect(count(run.output, 'delivery failed for good')).toBeGreaterThanOrEqual(3);
+    // Spans were written: the Telegram client span's URL, redacted.
+    expect(run.written.includes('/bot<redacted>/sendMessage')).toBe(true);
+  });
+
+  it.each(Object.entries({ ...SECRETS, tokenTail: TOKEN_TAIL }))('%s appears nowhere', (_name, secret) => {
+    for (const form of new Set([secret, encodeURIComponent(secret)])) {
+      const at = run.written.indexOf(form);
+      expect(at < 0 ? '' : run.written.subarray(Math.max(0, at - 200), at + 100).toString(), `found ${form}`).toBe('');
+    }
+  });
+
+  it('banner shows delivery and OTLP URLs as origin and path', () => {
+    const banner = run.output.split('\n').find((line) => line.startsWith('threadline listening on'))!;
+    expect(banner).toMatch(/→ http:\/\/127\.0\.0\.1:\d+\/deliveries( |$)/);
+    if (exporter !== 'file') expect(banner).toMatch(/otlp \S+ http:\/\/127\.0\.0\.1:\d+\/v1\/traces$/);
+  });
+
+  it('logs carry pseudonyms in hmac mode, not the chat id', () => {
+    const logs = run.output.split('\n').filter((line) => line.startsWith('{'));
+    expect(logs.length).toBeGreaterThan(0);
+    for (const chat of Object.values(CHATS)) expect(logs.filter((line) => line.includes(String(chat)))).toEqual([]);
+    expect(logs.some((line) => /"chat\.id":"h_[\w-]{22}"/.test(line))).toBe(true);
+  });
+});
+
