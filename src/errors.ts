@@ -48,6 +48,11 @@ export const ERROR_CODES = {
     status: 413,
     summary: 'The request body is over the 64 KiB limit.',
   },
+  TL_REQUEST_TIMEOUT: {
+    status: 408,
+    summary:
+      'The request did not arrive in time: headers within THREADLINE_HTTP_HEADERS_TIMEOUT_MS, the whole request within THREADLINE_HTTP_REQUEST_TIMEOUT_MS; the connection is closed.',
+  },
   TL_INTAKE_FULL: {
     status: 429,
     summary: 'The intake queue is full; retry after the number of seconds in Retry-After.',
@@ -63,6 +68,10 @@ export const ERROR_CODES = {
   TL_OUTBOX_FULL: {
     status: 503,
     summary: 'The deliveries not yet sent, across all chats, are at THREADLINE_OUTBOX_MAX_PENDING; retry after Retry-After.',
+  },
+  TL_IDEMPOTENCY_CONFLICT: {
+    status: 422,
+    summary: 'An Idempotency-Key or message_id was sent again with a different message; a new message needs a new key.',
   },
   TL_DATA_DIR_LOCKED: {
     status: 409,

@@ -121,6 +121,9 @@ async function withStore<T>(dataDir: string | undefined, io: CliIo, use: (store:
   }
   try {
     return await use(store);
+  } catch (error) {
+    if (error instanceof ThreadlineError) fail(io, `${error.message} [${error.code}]`);
+    throw error;
   } finally {
     await store.close();
   }

@@ -9,7 +9,6 @@ export interface Destination {
 }
 
 export type DeliveryKind = 'reply' | 'notification' | 'cron' | 'send';
-export const DELIVERY_KINDS: readonly DeliveryKind[] = ['reply', 'notification', 'cron', 'send'];
 
 /**
  * `pending`: waiting for its first attempt or its retry (`dueAt`); `sending`: claimed by the

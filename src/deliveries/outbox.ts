@@ -74,10 +74,11 @@ export class Outbox {
    * follows in the background), or recorded for a retry or for its turn, or given up.
    */
   async send(delivery: NewDelivery, span: Span): Promise<void> {
-    const added = await this.store.add(delivery, delivery.createdAt + this.options.leaseMs);
+    const leaseUntil = delivery.createdAt + this.options.leaseMs;
+    const added = await this.store.add(delivery, leaseUntil);
     if (added === 'exists') span.setAttribute('delivery.replayed', true);
     else if (added === 'queued') span.setAttribute('delivery.queued', true);
-    else await this.attempt({ ...delivery, attempts: 0, attemptsSince: delivery.createdAt }, span);
+    else await this.attempt({ ...delivery, attempts: 0, attemptsSince: delivery.createdAt }, leaseUntil, span);
   }
 
   /** Starts the loop. Deliveries an earlier process was sending are due at once; retries keep their time. */
@@ -119,7 +120,8 @@ export class Outbox {
     return this.store.list(filter);
   }
 
-  private async attempt(delivery: Delivery, span: Span): Promise<void> {
+  /** One attempt of a delivery claimed until `leaseUntil`; its outcome is recorded under that claim. */
+  private async attempt(delivery: Delivery, leaseUntil: number, span: Span): Promise<void> {
     const platform = this.platforms.get(delivery.destination.platform);
     try {
       if (platform === undefined) {
@@ -140,55 +142,55 @@ export class Outbox {
       const error = networkFailure(thrown, delivery.destination.platform);
       recordFailure(span, error);
       // Cut off by stop(), not refused: the claim stays, the next start sends it, no attempt counts.
-      if (!(error.retryable && this.shutdown.signal.aborted)) await this.afterFailure(delivery, error);
+      if (!(error.retryable && this.shutdown.signal.aborted)) await this.afterFailure(delivery, leaseUntil, error);
       return;
     }
     this.delivered++;
     // Sent: the turn goes on without waiting for the record. If it is lost, the store still
     // holds the delivery as being sent and the loop claims it again when its lease ends.
     this.writes.add(
-      this.store.markDone(delivery.id).then((next) => next && this.wake(Date.now())),
+      this.store.markDone(delivery.id, leaseUntil).then((next) => next && this.wake(Date.now())),
       'delivery sent but not recorded as done; it will be sent again when its lease ends',
       { delivery: delivery.id },
     );
   }
 
   /** Backs off, or gives up: refused for good, out of attempts, or past the give-up time. */
-  private async afterFailure(delivery: Delivery, error: DeliveryError): Promise<void> {
+  private async afterFailure(delivery: Delivery, leaseUntil: number, error: DeliveryError): Promise<void> {
     const attempt = delivery.attempts + 1;
     const now = Date.now();
     const giveUpAt = delivery.attemptsSince + this.options.giveUpAfterMs;
     if (error.retryable && attempt < this.options.maxAttempts && now < giveUpAt) {
       // No attempt is planned past the give-up time: the last one is made at it.
-      const dueAt = Math.min(now + backoffMs(attempt, this.options.backoff, error.retryAfterMs), giveUpAt);
-      await this.store.retryAt(delivery.id, dueAt, error.message);
+      const dueAt = Math.min(now + Math.round(backoffMs(attempt, this.options.backoff, error.retryAfterMs)), giveUpAt);
+      await this.store.retryAt(delivery.id, dueAt, error.message, leaseUntil);
       this.retried++;
       this.wake(dueAt);
       return;
     }
     const why = !error.retryable ? 'refused' : attempt >= this.options.maxAttempts ? 'out of attempts' : 'past its give-up time';
-    await this.giveUp(delivery, `${error.message} (${why})`, { err: error, attempts: attempt });
+    await this.giveUp(delivery, leaseUntil, `${error.message} (${why})`, { err: error, attempts: attempt });
   }
 
-  private async giveUp(delivery: Delivery, reason: string, fields: Record<string, unknown>): Promise<void> {
-    const next = await this.store.markFailed(delivery.id, reason);
+  private async giveUp(delivery: Delivery, leaseUntil: number, reason: string, fields: Record<string, unknown>): Promise<void> {
+    const next = await this.store.markFailed(delivery.id, reason, leaseUntil);
     this.failed++;
     if (next) this.wake(Date.now());
     this.logger.error({ ...fields, delivery: delivery.id, destination: formatDestination(delivery.destination) }, 'delivery failed for good; `threadline deliveries list --failed` shows it');
   }
 
   /** A loop send runs in the delivery's own origin routing, in a new trace linked to the origin. */
-  private async resume(delivery: Delivery): Promise<void> {
+  private async resume(delivery: Delivery, leaseUntil: number): Promise<void> {
     try {
       await runResumed(delivery.origin, 'gateway.deliver', async () => {
         const span = trace.getActiveSpan()!;
         span.setAttributes(deliveryAttributes(delivery, delivery.attempts + 1));
-        await this.attempt(delivery, span);
+        await this.attempt(delivery, leaseUntil, span);
       });
     } catch (error) {
       if (!(error instanceof ThreadlineError) || !UNUSABLE_ORIGIN.has(error.code)) throw error;
       // A damaged origin snapshot can never be resumed, so the delivery can never be sent.
-      await this.giveUp(delivery, error.message, { err: error });
+      await this.giveUp(delivery, leaseUntil, error.message, { err: error });
     }
   }
 
@@ -214,10 +216,11 @@ export class Outbox {
     try {
       const free = this.options.maxInFlight - this.loopSends.size;
       const now = Date.now();
-      const { deliveries, nextAt } = await this.store.claim(now, Math.max(free, 0), now + this.options.leaseMs);
+      const leaseUntil = now + this.options.leaseMs;
+      const { deliveries, nextAt } = await this.store.claim(now, Math.max(free, 0), leaseUntil);
       // stop() may have begun while the store answered: what was claimed is sent at the next start.
       if (this.stopped) return;
-      for (const delivery of deliveries) this.track(this.resume(delivery));
+      for (const delivery of deliveries) this.track(this.resume(delivery, leaseUntil));
       this.saturated = deliveries.length === free;
       if (nextAt !== undefined && !this.saturated) next = Math.min(next, nextAt);
     } catch (error) {

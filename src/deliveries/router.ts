@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { ThreadlineError } from '../errors.js';
 import { getSession, recordFailure, type RoutingSnapshot, type Session } from '../session/index.js';
 import type { HomeChannels } from '../store/store.js';
-import { formatDestination, type DeliveryKind, type Destination } from './delivery.js';
+import { formatDestination, parseDestination, type DeliveryKind, type Destination } from './delivery.js';
 import { deliveryAttributes, type Outbox } from './outbox.js';
 import { destinationOf, routingMismatch } from './routing-mismatch.js';
 import type { Target } from './target.js';
@@ -92,7 +92,8 @@ export class DeliveryRouter {
   private async resolve(target: Target, origin: Session): Promise<Destination> {
     const destination =
       target.to === 'explicit'
-        ? target.destination
+        ? // Spelled and read back: an id the store could not read back (an empty thread) is refused here.
+          parseDestination(formatDestination(target.destination))
         : target.to === 'home'
           ? await this.home(target.platform ?? (getSession() ?? origin).platform)
           : destinationOf(getSession() ?? origin);

@@ -147,14 +147,25 @@ export class Gateway implements Intake {
             maxOpenTotal: this.options.outbox.maxOpenTotal,
             ...(idempotency === undefined
               ? {}
-              : { idempotency: { key: idempotency.key, answer: JSON.stringify(accepted), expiresAt: now + idempotency.ttlMs } }),
+              : {
+                  idempotency: {
+                    key: idempotency.key,
+                    answer: JSON.stringify({ ...accepted, fingerprint: idempotency.fingerprint }),
+                    expiresAt: now + idempotency.ttlMs,
+                  },
+                }),
           },
         );
         if (outcome.status === 'duplicate') {
+          const { fingerprint, ...first } = JSON.parse(outcome.answer) as AcceptedMessage & { fingerprint?: string };
+          if (fingerprint !== idempotency?.fingerprint) {
+            throw new ThreadlineError('TL_IDEMPOTENCY_CONFLICT', 'This idempotency key was used for a different message; use a new key for a new message');
+          }
           // Taken before: no turn. The span stays, renamed, so a redelivery shows in the trace store.
           span.updateName('gateway.duplicate');
+          span.setAttribute('messaging.message.id', first.messageId);
           span.end();
-          return { ...(JSON.parse(outcome.answer) as AcceptedMessage), duplicate: true };
+          return { ...first, duplicate: true };
         }
         if (outcome.status === 'full') throw this.backlogFull(outcome.scope, outcome.open, session);
       } catch (error) {

@@ -9,7 +9,7 @@ import { SlackPlatform } from '../platforms/slack/slack-platform.js';
 import { TelegramPlatform } from '../platforms/telegram/telegram-platform.js';
 import { WebhookPlatform } from '../platforms/webhook/webhook-platform.js';
 import { acquireDataDirLock } from '../store/data-dir-lock.js';
-import { SqliteStore } from '../store/sqlite-store.js';
+import { DONE_RETENTION_MS, SqliteStore } from '../store/sqlite-store.js';
 import type { Store } from '../store/store.js';
 import { Gateway } from './gateway.js';
 import type { GatewayConfig } from './gateway-config.js';
@@ -63,9 +63,6 @@ export async function startGateway(config: GatewayConfig, parts: GatewayParts): 
   }
 }
 
-/** Done deliveries are kept a day: a turn replayed that late still finds its replies sent. */
-const DONE_RETENTION_MS = 24 * 3_600_000;
-
 async function assemble(config: GatewayConfig, parts: GatewayParts, store: Store, unlock: () => void): Promise<RunningGateway> {
   const { logger } = parts;
   const platforms: Platform[] = [new WebhookPlatform({ ...config.webhook, idempotencyTtlMs: config.webhookIdempotencyMs, logger, keepBaggage: config.inboundBaggage })];
@@ -101,6 +98,8 @@ async function assemble(config: GatewayConfig, parts: GatewayParts, store: Store
   try {
     await gateway.start();
   } catch (error) {
+    // The outbox's loop may be running already: stopped, it no longer knocks on a closed store.
+    await gateway.stop(0).catch(() => {});
     await server.close();
     throw error;
   }

@@ -23,6 +23,8 @@ export interface Idempotency {
   readonly key: string;
   /** How long it is remembered: longer than the platform's redelivery window. */
   readonly ttlMs: number;
+  /** What the message says, hashed: the same key with another fingerprint is a conflict, not a retry. */
+  readonly fingerprint?: string;
 }
 
 /** What an adapter hands inbound messages to. */

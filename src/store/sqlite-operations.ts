@@ -46,9 +46,9 @@ export interface DeliveryRow {
   finished_at: number | null;
 }
 
-/** What intake checks in the transaction that appends a message. */
-export interface AcceptChecks {
-  /** The message's own destination, whose open deliveries are capped. */
+/** What intake checks in the transaction that appends a message, as the store's thread takes it. */
+export interface EncodedAcceptChecks {
+  /** The message's own destination (formatDestination), whose open deliveries are capped. */
   readonly destination: string;
   readonly maxOpenPerDestination: number;
   readonly maxOpenTotal: number;
@@ -70,10 +70,9 @@ export type AddResult = 'claimed' | 'queued' | 'exists';
 export function openDatabase(path: string): Database.Database {
   try {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    const db = new Database(path);
+    const db = new Database(path, { timeout: BUSY_TIMEOUT_MS });
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
-    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     createSchema(db);
     return db;
   } catch (error) {
@@ -95,7 +94,7 @@ const DELIVERY_COLUMNS = `id, kind, destination, text, in_reply_to, origin, stat
  */
 export function sqliteOperations(db: Database.Database, retention: Retention) {
   const statement = <Row = unknown>(sql: string) => db.prepare<unknown[], Row>(sql);
-  const appendMessage = statement('INSERT INTO messages (id, routing, text, received_at) VALUES (?, ?, ?, ?)');
+  const appendMessage = statement('INSERT INTO messages (id, routing, text, received_at, destination) VALUES (?, ?, ?, ?, ?)');
   const removeMessage = statement('DELETE FROM messages WHERE id = ?');
   const pendingMessages = statement<MessageRow>('SELECT id, routing, text, received_at FROM messages ORDER BY received_at, rowid');
   const intakeAnswer = statement<{ answer: string }>('SELECT answer FROM intake_keys WHERE key = ? AND expires_at > ?');
@@ -103,8 +102,14 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
     'INSERT INTO intake_keys (key, answer, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET answer = excluded.answer, expires_at = excluded.expires_at',
   );
   const openOf = statement<{ open: number }>('SELECT open FROM outbox_open WHERE destination = ?');
+  const waitingOf = statement<{ open: number }>('SELECT open FROM messages_open WHERE destination = ?');
   const openTotal = statement<{ open: number }>('SELECT open FROM outbox_totals WHERE id = 1');
-  const fullDestinations = statement<{ n: number }>('SELECT COUNT(*) AS n FROM outbox_open WHERE open >= ?');
+  // As intake counts: open deliveries and messages waiting for their turn, per destination.
+  const fullDestinations = statement<{ n: number }>(
+    `SELECT COUNT(*) AS n FROM (SELECT SUM(open) AS open FROM
+       (SELECT destination, open FROM outbox_open UNION ALL SELECT destination, open FROM messages_open) GROUP BY destination)
+     WHERE open >= ?`,
+  );
   const addDelivery = statement(
     `INSERT OR IGNORE INTO deliveries (id, kind, destination, text, in_reply_to, origin, status, head, attempts, attempts_since, due_at, lease_until, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
@@ -115,18 +120,23 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
      RETURNING ${DELIVERY_COLUMNS}`,
   );
   const nextAt = statement<{ at: number | null }>(`SELECT MIN(${NEXT_AT}) AS at FROM deliveries WHERE head = 1`);
+  // A sender whose lease ended and whose delivery was claimed again (lease_until changed) finishes nothing.
   const finish = statement<{ destination: string }>(
     `UPDATE deliveries SET status = ?, head = 0, attempts = attempts + 1, last_error = ?, lease_until = NULL, finished_at = ?
-     WHERE id = ? AND status = 'sending' RETURNING destination`,
+     WHERE id = ? AND status = 'sending' AND lease_until = ? RETURNING destination`,
   );
   // The oldest pending delivery of a destination becomes its head once the one before it is finished.
   const promote = statement(
     `UPDATE deliveries SET head = 1 WHERE rowid = (SELECT MIN(rowid) FROM deliveries WHERE destination = ? AND status = 'pending')`,
   );
   const retryAt = statement(
-    `UPDATE deliveries SET status = 'pending', attempts = attempts + 1, due_at = ?, last_error = ?, lease_until = NULL WHERE id = ? AND status = 'sending'`,
+    `UPDATE deliveries SET status = 'pending', attempts = attempts + 1, due_at = ?, last_error = ?, lease_until = NULL
+     WHERE id = ? AND status = 'sending' AND lease_until = ?`,
   );
-  const releaseLeases = statement(`UPDATE deliveries SET status = 'pending', due_at = ?, lease_until = NULL WHERE status = 'sending'`);
+  // Only heads are ever being sent: through their index, not a walk of every row.
+  const releaseLeases = statement(
+    `UPDATE deliveries SET status = 'pending', due_at = ?, lease_until = NULL WHERE head = 1 AND ${NEXT_AT} IS NOT NULL AND status = 'sending'`,
+  );
   const failedIds = statement<{ id: string; destination: string }>(`SELECT id, destination FROM deliveries WHERE status = 'failed' ORDER BY rowid`);
   const failedById = statement<{ id: string; destination: string }>(`SELECT id, destination FROM deliveries WHERE id = ? AND status = 'failed'`);
   const reopen = statement(
@@ -158,9 +168,9 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
   );
 
   const open = (destination: string): number => openOf.get(destination)?.open ?? 0;
-  /** Finishes a delivery being sent; true when the next of its destination became its head. */
-  const finishDelivery = (id: string, status: 'done' | 'failed', error: string | null, now: number): boolean => {
-    const finished = finish.get(status, error?.slice(0, 1000) ?? null, now, id);
+  /** Finishes a delivery being sent under `leaseUntil`; true when the next of its destination became its head. */
+  const finishDelivery = (id: string, status: 'done' | 'failed', error: string | null, now: number, leaseUntil: number): boolean => {
+    const finished = finish.get(status, error?.slice(0, 1000) ?? null, now, id, leaseUntil);
     if (finished === undefined) return false;
     prune(now);
     return promote.run(finished.destination).changes === 1;
@@ -179,18 +189,19 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
   return {
     /**
      * Appends an accepted message unless its idempotency key was seen (the first answer is
-     * returned) or its destination's open deliveries, or all of them, are at their cap.
+     * returned) or its destination's open deliveries, or all of them, are at their cap. A
+     * message waiting for its turn counts as a delivery to come of its destination.
      */
-    acceptMessage(id: string, routing: string, text: string, receivedAt: number, checks: AcceptChecks): AcceptResult {
+    acceptMessage(id: string, routing: string, text: string, receivedAt: number, checks: EncodedAcceptChecks): AcceptResult {
       if (checks.idempotencyKey !== undefined) {
         const seen = intakeAnswer.get(checks.idempotencyKey, receivedAt);
         if (seen !== undefined) return { status: 'duplicate', answer: seen.answer };
       }
-      const mine = open(checks.destination);
+      const mine = open(checks.destination) + (waitingOf.get(checks.destination)?.open ?? 0);
       if (mine >= checks.maxOpenPerDestination) return { status: 'full', scope: 'destination', open: mine };
       const total = openTotal.get()!.open;
       if (total >= checks.maxOpenTotal) return { status: 'full', scope: 'total', open: total };
-      appendMessage.run(id, routing, text, receivedAt);
+      appendMessage.run(id, routing, text, receivedAt, checks.destination);
       if (checks.idempotencyKey !== undefined) rememberKey.run(checks.idempotencyKey, checks.answer, checks.keyExpiresAt);
       return { status: 'accepted' };
     },
@@ -213,19 +224,24 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
      * record). Returns them, and when the next head will need attention.
      */
     claim(now: number, limit: number, leaseUntil: number): { rows: DeliveryRow[]; nextAt: number | undefined } {
+      // Prunes here too: a gateway whose messages make few deliveries still forgets old keys.
+      prune(now);
       const rows = claim.all(leaseUntil, now, limit);
       return { rows, nextAt: nextAt.get()?.at ?? undefined };
     },
-    markDone: (id: string, now: number): boolean => finishDelivery(id, 'done', null, now),
-    markFailed: (id: string, error: string, now: number): boolean => finishDelivery(id, 'failed', error, now),
-    retryAt(id: string, dueAt: number, error: string): void {
-      retryAt.run(dueAt, error.slice(0, 1000), id);
+    markDone: (id: string, now: number, leaseUntil: number): boolean => finishDelivery(id, 'done', null, now, leaseUntil),
+    markFailed: (id: string, error: string, now: number, leaseUntil: number): boolean => finishDelivery(id, 'failed', error, now, leaseUntil),
+    retryAt(id: string, dueAt: number, error: string, leaseUntil: number): void {
+      retryAt.run(dueAt, error.slice(0, 1000), id, leaseUntil);
     },
     /** At start-up, under the data dir's lock: whatever was being sent is due now. */
     releaseLeases(now: number): void {
       releaseLeases.run(now);
     },
-    /** Makes failed deliveries pending again, each behind what its destination has open. */
+    /**
+     * Makes failed deliveries pending again with a fresh series of attempts. Each keeps its
+     * place: it is sent after the destination's current head, before deliveries made later.
+     */
     retryFailed(id: string | null, now: number): number {
       const rows = id === null ? failedIds.all() : failedById.all(id);
       for (const row of rows) reopen.run(open(row.destination) === 0 ? 1 : 0, now, now, row.id);
@@ -238,7 +254,6 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
       open: openTotal.get()!.open,
       fullDestinations: fullDestinations.get(maxOpenPerDestination)!.n,
     }),
-    openOf: open,
     getHome: (platform: string): string | undefined => getHome.get(platform)?.destination,
     setHome(platform: string, destination: string): void {
       setHome.run(platform, destination);

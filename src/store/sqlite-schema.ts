@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { formatDestination, type Destination } from '../deliveries/delivery.js';
 
 /**
  * The outbox's ordering key: a head being sent needs attention when its lease ends, a
@@ -10,16 +11,26 @@ export const NEXT_AT = `(CASE status WHEN 'sending' THEN lease_until ELSE due_at
  * Deliveries are per-destination queues. Of the open (pending or sending) deliveries of a
  * destination exactly one is its head, the only one that may be sent, so a chat keeps its
  * order; a claim reads heads through `deliveries_next` and never walks the rows behind them.
- * `outbox_open` and `outbox_totals` count open deliveries, kept by triggers in the same
- * transaction as every change of status, so the caps cost one key lookup.
+ * `outbox_open` and `outbox_totals` count open deliveries, and `messages_open` the messages
+ * waiting for their turn per destination of their replies, kept by triggers in the same
+ * transaction as every change, so the caps cost a key lookup or two.
  */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS messages (
   id TEXT PRIMARY KEY,
   routing TEXT NOT NULL,
   text TEXT NOT NULL,
-  received_at INTEGER NOT NULL
+  received_at INTEGER NOT NULL,
+  destination TEXT
 );
+CREATE TABLE IF NOT EXISTS messages_open (destination TEXT PRIMARY KEY, open INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS messages_waiting AFTER INSERT ON messages WHEN NEW.destination IS NOT NULL BEGIN
+  INSERT INTO messages_open (destination, open) VALUES (NEW.destination, 1) ON CONFLICT (destination) DO UPDATE SET open = open + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS messages_done AFTER DELETE ON messages WHEN OLD.destination IS NOT NULL BEGIN
+  UPDATE messages_open SET open = open - 1 WHERE destination = OLD.destination;
+  DELETE FROM messages_open WHERE destination = OLD.destination AND open <= 0;
+END;
 CREATE TABLE IF NOT EXISTS deliveries (
   id TEXT PRIMARY KEY,
   kind TEXT NOT NULL,
@@ -78,6 +89,11 @@ CREATE TABLE IF NOT EXISTS conversations (
 /** Creates the schema, first moving a store written by an earlier version to it. */
 export function createSchema(db: Database.Database): void {
   db.transaction(() => {
+    // Messages of earlier versions have no destination and count toward no cap.
+    const messageColumns = db.prepare<[], { name: string }>('PRAGMA table_info(messages)').all();
+    if (messageColumns.length > 0 && !messageColumns.some((column) => column.name === 'destination')) {
+      db.exec('ALTER TABLE messages ADD COLUMN destination TEXT');
+    }
     const columns = db.prepare<[], { name: string }>('PRAGMA table_info(deliveries)').all();
     const legacy = columns.length > 0 && !columns.some((column) => column.name === 'head');
     if (legacy) {
@@ -88,7 +104,7 @@ export function createSchema(db: Database.Database): void {
     }
     db.exec(SCHEMA);
     if (legacy) migrateLegacyDeliveries(db);
-  })();
+  }).immediate();
 }
 
 /**
@@ -97,10 +113,7 @@ export function createSchema(db: Database.Database): void {
  * as a restart made them before), each destination's oldest its head; nothing is dropped.
  */
 function migrateLegacyDeliveries(db: Database.Database): void {
-  db.function('tl_destination', { deterministic: true }, (json: unknown) => {
-    const { platform, chatId, threadId } = JSON.parse(String(json)) as { platform: string; chatId: string; threadId?: string };
-    return [platform, chatId, ...(threadId === undefined ? [] : [threadId])].map(encodeURIComponent).join(':');
-  });
+  db.function('tl_destination', { deterministic: true }, (json: unknown) => formatDestination(JSON.parse(String(json)) as Destination));
   db.exec(`
     INSERT INTO deliveries (id, kind, destination, text, in_reply_to, origin, status, attempts, attempts_since, due_at, last_error, created_at, finished_at)
     SELECT id, kind, tl_destination(destination), text, in_reply_to, origin, status, attempts, created_at,

@@ -1,4 +1,5 @@
 import { formatDestination, parseDestination, type Delivery, type DeliveryRecord, type Destination } from '../deliveries/delivery.js';
+import { messageOf } from '../errors.js';
 import type { RoutingSnapshot } from '../session/index.js';
 import type { DeliveryRow, Retention } from './sqlite-operations.js';
 import { SqliteThread } from './sqlite-thread.js';
@@ -7,7 +8,9 @@ import type { Conversations, HomeChannels, MessageLog, OutboxStore, Store } from
 /** Conversation epochs kept in memory; a miss costs one read. */
 const EPOCH_CACHE_SIZE = 100_000;
 const DAY_MS = 24 * 3600_000;
-const DEFAULT_RETENTION: Retention = { doneMs: DAY_MS, failedMs: 7 * DAY_MS };
+/** Done deliveries are kept a day, so a turn replayed that late still finds its replies sent. */
+export const DONE_RETENTION_MS = DAY_MS;
+const DEFAULT_RETENTION: Retention = { doneMs: DONE_RETENTION_MS, failedMs: 7 * DAY_MS };
 
 /**
  * The embedded store: one SQLite file in WAL mode with synchronous=NORMAL, which keeps
@@ -93,11 +96,20 @@ function outbox(thread: SqliteThread): OutboxStore {
       ),
     claim: async (now, limit, leaseUntil) => {
       const { rows, nextAt } = await thread.call('claim', now, limit, leaseUntil);
-      return { deliveries: rows.map(toRecord), nextAt };
+      const deliveries: Delivery[] = [];
+      for (const row of rows) {
+        try {
+          deliveries.push(toRecord(row));
+        } catch (error) {
+          // One unreadable row must not hold back the others claimed with it, pass after pass.
+          await thread.call('markFailed', row.id, `unreadable in the store: ${messageOf(error)}`, now, leaseUntil);
+        }
+      }
+      return { deliveries, nextAt };
     },
-    markDone: (id) => thread.call('markDone', id, Date.now()),
-    retryAt: (id, dueAt, error) => thread.call('retryAt', id, dueAt, error),
-    markFailed: (id, error) => thread.call('markFailed', id, error, Date.now()),
+    markDone: (id, leaseUntil) => thread.call('markDone', id, Date.now(), leaseUntil),
+    retryAt: (id, dueAt, error, leaseUntil) => thread.call('retryAt', id, dueAt, error, leaseUntil),
+    markFailed: (id, error, leaseUntil) => thread.call('markFailed', id, error, Date.now(), leaseUntil),
     releaseLeases: (now) => thread.call('releaseLeases', now),
     retryFailed: (id) => thread.call('retryFailed', id ?? null, Date.now()),
     list: async ({ failedOnly = false, chatId, limit }) => {

@@ -20,9 +20,11 @@ try {
   process.exit(0);
 }
 const operations = sqliteOperations(db, retention) as Record<string, (...args: unknown[]) => unknown>;
-const runBatch = db.transaction((batch: Batch) => batch.map(([name, args]) => operations[name]!(...args)));
+// IMMEDIATE: the write lock is taken first, so another writer (the CLI) makes this wait on
+// the busy timeout instead of failing a transaction that has already read.
+const runBatch = db.transaction((batch: Batch) => batch.map(([name, args]) => operations[name]!(...args))).immediate;
 // Alone, an operation of several statements is still one transaction.
-const runOne = db.transaction((name: string, args: readonly unknown[]) => operations[name]!(...args));
+const runOne = db.transaction((name: string, args: readonly unknown[]) => operations[name]!(...args)).immediate;
 
 port.on('message', (message: Batch | 'close') => {
   if (message === 'close') {

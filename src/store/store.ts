@@ -73,15 +73,20 @@ export interface OutboxStore {
   /**
    * Atomically marks as being sent (until `leaseUntil`) up to `limit` heads that need it by
    * `now`: pending ones that are due, and ones whose lease ended. Also says when the next
-   * head will need attention, for the outbox's timer.
+   * head will need attention, for the outbox's timer. A claimed row that cannot be read back
+   * (a destination that does not parse) is given up instead of returned.
    */
   claim(now: number, limit: number, leaseUntil: number): Promise<{ deliveries: Delivery[]; nextAt: number | undefined }>;
-  /** The platform accepted it. True when the next delivery of its destination is now its head. */
-  markDone(id: string): Promise<boolean>;
+  /**
+   * The platform accepted it. True when the next delivery of its destination is now its head.
+   * Each outcome names the lease it was sent under: a sender whose lease ended and whose
+   * delivery was claimed again changes nothing.
+   */
+  markDone(id: string, leaseUntil: number): Promise<boolean>;
   /** Counts the attempt and makes it pending again, due at `dueAt`; it stays its destination's head. */
-  retryAt(id: string, dueAt: number, error: string): Promise<void>;
+  retryAt(id: string, dueAt: number, error: string, leaseUntil: number): Promise<void>;
   /** Gives up: kept as a dead letter with its last error. True as for markDone. */
-  markFailed(id: string, error: string): Promise<boolean>;
+  markFailed(id: string, error: string, leaseUntil: number): Promise<boolean>;
   /** At start-up, under the data dir's lock: deliveries being sent by an earlier process are due now. */
   releaseLeases(now: number): Promise<void>;
   /** Failed deliveries (one by id, or all) made pending again with a fresh series of attempts; how many. */

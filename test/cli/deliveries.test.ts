@@ -25,20 +25,21 @@ const LONG_TEXT = `red \u001b[31m\nbold\u202e${'x'.repeat(250)}`;
 async function seed(): Promise<string> {
   const dataDir = mkdtempSync(join(tempRoot(), 'data-'));
   const store = await SqliteStore.open(join(dataDir, 'threadline.db'));
+  const lease = Date.now() + 60_000;
   const add = (id: string, chatId: string, text = `reply ${id}`) =>
     store.outbox.add(
       { id, kind: 'reply', destination: { platform: 'webhook', chatId }, text, origin: webhookOrigin(chatId, 'tl_x'), createdAt: Date.now() },
-      Date.now() + 60_000,
+      lease,
     );
   await add('d-a1', 'a');
-  await store.outbox.markFailed('d-a1', 'receiver answered 500');
+  await store.outbox.markFailed('d-a1', 'receiver answered 500', lease);
   await add('d-ab', 'a:b');
-  await store.outbox.markFailed('d-ab', 'receiver answered 500');
+  await store.outbox.markFailed('d-ab', 'receiver answered 500', lease);
   await add('d-b', 'b', LONG_TEXT);
-  await store.outbox.markFailed('d-b', `receiver answered 502:\r\n${'e'.repeat(300)}`);
+  await store.outbox.markFailed('d-b', `receiver answered 502:\r\n${'e'.repeat(300)}`, lease);
   await add('d-a2', 'a');
   await add('d-c', 'c');
-  await store.outbox.markDone('d-c');
+  await store.outbox.markDone('d-c', lease);
   await store.close();
   return dataDir;
 }

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
 import { captureRouting, type RoutingSnapshot } from '../../src/session/index.js';
 import type { TestGateway } from '../../src/testing/index.js';
-import { until, useGatewayWith } from '../helpers/gateway.js';
+import { until, useGatewayWith, webhookOrigin } from '../helpers/gateway.js';
 
 const start = useGatewayWith();
 
@@ -64,6 +64,19 @@ describe('delivery retries', () => {
     expect(record!.finishedAt! - record!.attemptsSince).toBeGreaterThanOrEqual(400);
     await g.send({ chat_id: 'c', text: 'next' });
     expect((await g.receiver.waitFor(1)).map((d) => d.body.text)).toEqual(['next']);
+  });
+
+  it('refuses an explicit destination the store could not read back (an empty thread id)', async () => {
+    const g = await start();
+    const delivery = {
+      id: 'bad/1',
+      kind: 'send' as const,
+      text: 'x',
+      target: { to: 'explicit' as const, destination: { platform: 'webhook', chatId: 'a', threadId: '' } },
+      origin: webhookOrigin('a', 's'),
+    };
+    await expect(g.running.gateway.router.deliver(delivery)).rejects.toMatchObject({ code: 'TL_TARGET_INVALID' });
+    expect(await g.deliveries()).toEqual([]);
   });
 
   it('resumes a retried delivery in its origin routing, in a trace linked to the message', async () => {

@@ -39,7 +39,7 @@ type BookkeepingWrite = <T>(kind: Bookkeeping, id: string, commit: () => Promise
 function withBookkeeping(store: Store, write: BookkeepingWrite): Store {
   return {
     messages: { ...store.messages, complete: (id) => write('complete', id, () => store.messages.complete(id)) },
-    outbox: { ...store.outbox, markDone: (id) => write('markDone', id, () => store.outbox.markDone(id)) },
+    outbox: { ...store.outbox, markDone: (id, lease) => write('markDone', id, () => store.outbox.markDone(id, lease)) },
     homes: store.homes,
     conversations: store.conversations,
     close: () => store.close(),
@@ -201,16 +201,18 @@ describe('Gateway turns', () => {
 
   it('sends a delivery again under the same key when its done record was lost, once its lease ends', async () => {
     let lost = 0;
-    const { store, sent, log, gateway } = await harness(
+    const sent: { id: string; at: number }[] = [];
+    const { store, log, gateway } = await harness(
       (kind, _id, commit) => (kind === 'markDone' && lost++ === 0 ? Promise.reject(new Error('disk full')) : commit()),
-      { leaseMs: 300 },
+      { leaseMs: 300, send: async (message) => void sent.push({ id: message.id, at: Date.now() }) },
     );
     await gateway.start();
     await sendText(gateway, 'a', 'once');
     await until(() => sent.length === 2);
     expect(log.join('')).toContain('sent again when its lease ends');
-    // Not before the lease ended, and nothing else had to wake the outbox.
+    // The same key, not before the lease ended, and nothing else had to wake the outbox.
     expect(sent[0]!.id).toBe(sent[1]!.id);
+    expect(sent[1]!.at - sent[0]!.at).toBeGreaterThanOrEqual(300 - 5);
     await until(async () => (await openDeliveries(store)) === 0);
     await gateway.stop(1_000);
     expect((await deliveryRecords(store)).map((record) => record.status)).toEqual(['done']);

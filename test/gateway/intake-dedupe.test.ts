@@ -90,6 +90,24 @@ describe('webhook retries', () => {
     expect(other.body['message_id']).not.toBe(answers[0]!.body['message_id']);
   });
 
+  it('keeps an Idempotency-Key to its chat: another chat with the same key is a message of its own', async () => {
+    const g = await start();
+    const alice = await g.send({ chat_id: 'alice', text: 'transfer 10' }, { 'idempotency-key': '1' });
+    const bob = await g.send({ chat_id: 'bob', text: 'hello' }, { 'idempotency-key': '1' });
+    expect(bob.status).toBe(202);
+    expect(bob.body['message_id']).not.toBe(alice.body['message_id']);
+    expect((await g.receiver.waitFor(2)).map((d) => d.body.text).sort()).toEqual(['hello', 'transfer 10']);
+  });
+
+  it('refuses a different message under a key already used in the chat with 422, and runs nothing for it', async () => {
+    const g = await start();
+    await g.send({ chat_id: 'c', message_id: 'm-1', text: 'first' });
+    const reused = await g.send({ chat_id: 'c', message_id: 'm-1', text: 'something else' });
+    expect(reused.status).toBe(422);
+    expect(reused.body['code']).toBe('TL_IDEMPOTENCY_CONFLICT');
+    expect(await repliesAfterOneMore(senders['webhook']!, g)).toEqual(['first', 'after']);
+  });
+
   it('tells messages with the same message_id in different chats apart', async () => {
     const g = await start();
     const a = await g.send({ chat_id: 'a', message_id: '1', text: 'x' });

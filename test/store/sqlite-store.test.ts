@@ -41,11 +41,11 @@ describe('SqliteStore outbox pruning', () => {
     const old = PRUNE_BATCH * 2 + PRUNE_BATCH / 2;
     // Each its own chat, so each is claimed as it is added.
     for (let i = 0; i < old; i++) await store.outbox.add(delivery(`old-${i}`, T0), T0);
-    await Promise.all(Array.from({ length: old }, (_, i) => store.outbox.markDone(`old-${i}`)));
+    await Promise.all(Array.from({ length: old }, (_, i) => store.outbox.markDone(`old-${i}`, T0)));
     await store.outbox.add(delivery('old-pending', T0, 'busy'), T0);
     await store.outbox.add(delivery('old-queued', T0, 'busy'), T0);
     await store.outbox.add(delivery('old-failed', T0), T0);
-    await store.outbox.markFailed('old-failed', 'gave up');
+    await store.outbox.markFailed('old-failed', 'gave up', T0);
 
     const count = (where: string) => {
       const reader = new Database(path, { readonly: true });
@@ -57,7 +57,7 @@ describe('SqliteStore outbox pruning', () => {
     };
     const doneNow = async (id: string) => {
       await store.outbox.add(delivery(id, Date.now()), Date.now());
-      await store.outbox.markDone(id);
+      await store.outbox.markDone(id, Date.now());
     };
     // Nothing is old enough yet.
     expect(count(`status = 'done'`)).toBe(old);
@@ -79,7 +79,7 @@ describe('SqliteStore outbox pruning', () => {
     // That batch was not full: nothing more for a second.
     vi.setSystemTime(T0);
     await store.outbox.add(delivery('old-late', T0), T0);
-    await store.outbox.markDone('old-late');
+    await store.outbox.markDone('old-late', T0);
     vi.setSystemTime(T1 + 500);
     await doneNow('new-5');
     expect(count(`id = 'old-late'`)).toBe(1);
@@ -167,15 +167,63 @@ describe('SqliteStore failures and round trips', () => {
     expect(await store.outbox.add(sent, 10)).toBe('exists');
     const [record] = await store.outbox.list({ limit: 5 });
     expect(record).toEqual({ ...sent, attempts: 0, attemptsSince: 5, status: 'sending', dueAt: 5, leaseUntil: 10 });
-    await store.outbox.retryAt('d-1', 20, 'x'.repeat(2000));
+    // An outcome under another lease (a sender whose claim ended) changes nothing.
+    await store.outbox.retryAt('d-1', 20, 'stale', 11);
+    expect((await store.outbox.list({ limit: 5 }))[0]).toMatchObject({ status: 'sending', attempts: 0 });
+    await store.outbox.retryAt('d-1', 20, 'x'.repeat(2000), 10);
     expect((await store.outbox.claim(19, 5, 100)).deliveries).toEqual([]);
     const claimed = await store.outbox.claim(20, 5, 100);
     expect(claimed.deliveries).toEqual([{ ...sent, attempts: 1, attemptsSince: 5, status: 'sending', dueAt: 20, leaseUntil: 100, lastError: 'x'.repeat(1000) }]);
     expect(claimed.nextAt).toBe(100);
     expect((await store.outbox.pressure(1)).open).toBe(1);
-    await store.outbox.markDone('d-1');
+    expect(await store.outbox.markDone('d-1', 10)).toBe(false);
+    expect((await store.outbox.pressure(1)).open).toBe(1);
+    await store.outbox.markDone('d-1', 100);
     expect(await store.outbox.pressure(1)).toEqual({ open: 0, fullDestinations: 0 });
     expect((await store.outbox.claim(1_000, 5, 2_000)).nextAt).toBeUndefined();
+    await store.close();
+  });
+
+  it('lists one chat by its exact id, threads included, before the limit applies', async () => {
+    const store = await SqliteStore.open(':memory:');
+    const to = (id: string, chatId: string, threadId?: string) =>
+      store.outbox.add({ ...delivery(id, 1), destination: { platform: 'webhook', chatId, ...(threadId === undefined ? {} : { threadId }) } }, 2);
+    await to('mine', 'a');
+    await to('mine-thread', 'a', 't');
+    await to('prefix', 'a:b');
+    await to('thread-named-a', 'x', 'a');
+    await to('percent', 'a%');
+    const ids = async (limit: number) => (await store.outbox.list({ chatId: 'a', limit })).map((record) => record.id);
+    expect(await ids(10)).toEqual(['mine-thread', 'mine']);
+    expect(await ids(1)).toEqual(['mine-thread']);
+    await store.close();
+  });
+
+  it('counts messages waiting for their turn toward their chat\'s cap, and the message of a full chat is not appended', async () => {
+    const store = await SqliteStore.open(':memory:');
+    const checks = { destination: { platform: 'webhook', chatId: 'c' }, maxOpenPerDestination: 2, maxOpenTotal: 100 };
+    expect(await store.messages.accept(message('m-1'), checks)).toEqual({ status: 'accepted' });
+    expect(await store.messages.accept(message('m-2'), checks)).toEqual({ status: 'accepted' });
+    expect(await store.messages.accept(message('m-3'), checks)).toEqual({ status: 'full', scope: 'destination', open: 2 });
+    expect(await store.messages.accept(message('m-4'), { ...checks, destination: { platform: 'webhook', chatId: 'other' } })).toEqual({ status: 'accepted' });
+    await store.messages.complete('m-1');
+    expect(await store.messages.accept(message('m-5'), checks)).toEqual({ status: 'accepted' });
+    expect((await store.messages.pending()).map((stored) => stored.id)).toEqual(['m-2', 'm-4', 'm-5']);
+    await store.close();
+  });
+
+  it('waits for another connection\'s write (the CLI\'s) instead of failing a transaction that has read', async () => {
+    const path = join(tempDir(), 'busy.db');
+    const store = await SqliteStore.open(path);
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE');
+    const accepted = store.messages.accept(message('m-1'), ROOMY);
+    const added = store.outbox.add(delivery('d-1', 1), 2);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    other.exec('COMMIT');
+    other.close();
+    expect(await accepted).toEqual({ status: 'accepted' });
+    expect(await added).toBe('claimed');
     await store.close();
   });
 
@@ -216,9 +264,9 @@ describe('SqliteStore failures and round trips', () => {
     const first = await store.outbox.claim(T0, 5, T0 + 1_000);
     expect(first.deliveries.map((row) => [row.id, formatDestination(row.destination)])).toEqual([['d-sending', 'webhook:c%3A1']]);
     expect(first.nextAt).toBe(T0 + 1_000);
-    await store.outbox.markDone('d-sending');
+    await store.outbox.markDone('d-sending', T0 + 1_000);
     expect((await store.outbox.claim(T0, 5, T0 + 1_000)).deliveries.map((row) => row.id)).toEqual(['d-behind']);
-    await store.outbox.markDone('d-behind');
+    await store.outbox.markDone('d-behind', T0 + 1_000);
     expect((await store.outbox.claim(T0 + 3_600_000, 5, T0 + 3_700_000)).deliveries.map((row) => row.id)).toEqual(['d-waiting']);
     await store.close();
   });

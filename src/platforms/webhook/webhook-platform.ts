@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { ThreadlineError } from '../../errors.js';
@@ -6,7 +7,7 @@ import { bearerToken, secretsMatch } from '../bearer-token.js';
 import { HttpPoster } from '../http-delivery.js';
 import { safeUrl } from '../../telemetry/redact-secrets.js';
 import { AcceptOnce } from '../accept-once.js';
-import type { InboundMessage, Intake, OutboundMessage, Platform } from '../platform.js';
+import type { Idempotency, InboundMessage, Intake, OutboundMessage, Platform } from '../platform.js';
 import { webhookMessageSchema, type WebhookMessageBody } from './webhook-schema.js';
 
 export interface WebhookOptions {
@@ -61,7 +62,7 @@ export class WebhookPlatform implements Platform {
       async (request, reply) => {
         const body = request.body;
         const inbound = inboundContext(request.headers, this.inbound);
-        const key = idempotencyKey(request.headers['idempotency-key'], body);
+        const idempotency = idempotencyOf(request.headers['idempotency-key'], body, this.options.idempotencyTtlMs);
         const message: InboundMessage = {
           session: {
             platform: 'webhook',
@@ -75,8 +76,8 @@ export class WebhookPlatform implements Platform {
           },
           text: body.text,
         };
-        const accept = () => intake.accept(message, inbound, key === undefined ? undefined : { key, ttlMs: this.options.idempotencyTtlMs });
-        const accepted = key === undefined ? await accept() : await this.once.accept(key, accept);
+        const accept = () => intake.accept(message, inbound, idempotency);
+        const accepted = idempotency === undefined ? await accept() : await this.once.accept(idempotency.key, accept);
         // A retry gets the first answer, and no second turn.
         if (accepted.duplicate) reply.header('idempotent-replayed', 'true');
         return reply.code(202).send({
@@ -120,15 +121,22 @@ export class WebhookPlatform implements Platform {
 }
 
 /**
- * A client's Idempotency-Key header, else the message_id of the chat: a client retrying a
- * message whose 202 it never saw gets that 202 and one turn.
+ * A client's Idempotency-Key header, else the message_id, each within its chat: a client
+ * retrying a message whose 202 it never saw gets that 202 and one turn. The fingerprint of
+ * what the message says tells a retry from a new message that reused the key.
  */
-function idempotencyKey(header: string | string[] | undefined, body: WebhookMessageBody): string | undefined {
+function idempotencyOf(header: string | string[] | undefined, body: WebhookMessageBody, ttlMs: number): Idempotency | undefined {
+  let id: string;
   if (header !== undefined) {
     if (typeof header !== 'string' || header.length === 0 || header.length > MAX_IDEMPOTENCY_KEY) {
       throw new ThreadlineError('TL_BAD_REQUEST', `Idempotency-Key must be one header of 1 to ${MAX_IDEMPOTENCY_KEY} characters`);
     }
-    return `webhook:key:${encodeURIComponent(header)}`;
+    id = `key:${encodeURIComponent(header)}`;
+  } else if (body.message_id !== undefined) {
+    id = `message:${encodeURIComponent(body.message_id)}`;
+  } else {
+    return undefined;
   }
-  return body.message_id === undefined ? undefined : `webhook:message:${encodeURIComponent(body.chat_id)}:${encodeURIComponent(body.message_id)}`;
+  const fingerprint = createHash('sha256').update(JSON.stringify([body.thread_id ?? null, body.user_id ?? null, body.text])).digest('base64url').slice(0, 22);
+  return { key: `webhook:${encodeURIComponent(body.chat_id)}:${id}`, ttlMs, fingerprint };
 }
