@@ -1,7 +1,10 @@
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { STATUS_CODES, maxHeaderSize } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { SessionFieldError, ThreadlineError, type ErrorCode } from '../errors.js';
+import type { HttpLimits } from './gateway-config.js';
 import { inboundContext } from '../session/index.js';
 import { rejectSpanLimit } from '../telemetry/reject-span-limit.js';
 
@@ -101,4 +104,49 @@ function recordRejection(request: FastifyRequest, status: number, code: ErrorCod
   );
   span.setStatus({ code: SpanStatusCode.ERROR, message: code });
   span.end();
+}
+
+/**
+ * node:http's 'clientError' (fastify's clientErrorHandler option): what fails before any
+ * request object exists, answered on the raw socket in the same `{error, code}` shape and
+ * then closed. A request cut off by the headers or request timeout (node reports both as
+ * ERR_HTTP_REQUEST_TIMEOUT) is a 408 TL_REQUEST_TIMEOUT; headers over node's size limit a 431
+ * and any other parse error a 400, both TL_BAD_REQUEST. Where an answer has already begun on
+ * the socket (a 401 or 415 sent before the body arrived) nothing more is written: a second
+ * response would be read as the answer to the client's next request. The error is logged by
+ * its code only: its raw packet can hold the request's headers, credentials included.
+ */
+export function clientErrorHandler(logger: Logger, limits: Pick<HttpLimits, 'headersTimeoutMs' | 'requestTimeoutMs'>) {
+  return (error: Error & { code?: string }, socket: Socket): void => {
+    // A reset socket is gone: there is nobody to answer.
+    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    const [status, code, message] = clientErrorAnswer(error.code, limits);
+    logger.debug({ code: error.code, status }, 'client connection error; answered and closed');
+    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (!socket.writable || inFlight?.headersSent === true) {
+      socket.destroy();
+      return;
+    }
+    const body = JSON.stringify({ error: message, code });
+    // end(), then destroy once written: the answer is flushed, and a client that never closes its side holds nothing.
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      () => socket.destroy(),
+    );
+  };
+}
+
+function clientErrorAnswer(errorCode: string | undefined, limits: Pick<HttpLimits, 'headersTimeoutMs' | 'requestTimeoutMs'>): [number, ErrorCode, string] {
+  if (errorCode === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return [
+      408,
+      'TL_REQUEST_TIMEOUT',
+      `The request did not arrive in time: headers are due within ${limits.headersTimeoutMs} ms, the whole request within ${limits.requestTimeoutMs} ms`,
+    ];
+  }
+  if (errorCode === 'HPE_HEADER_OVERFLOW') {
+    return [431, 'TL_BAD_REQUEST', `The request headers are over the ${Math.floor(maxHeaderSize / 1024)} KiB limit`];
+  }
+  return [400, 'TL_BAD_REQUEST', `Malformed HTTP request${errorCode?.startsWith('HPE_') ? ` (${errorCode})` : ''}`];
 }

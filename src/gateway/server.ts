@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Platform } from '../platforms/platform.js';
 import type { Gateway } from './gateway.js';
 import type { HttpLimits } from './gateway-config.js';
-import { errorHandler } from './http-errors.js';
+import { clientErrorHandler, errorHandler } from './http-errors.js';
 
 const MAX_BODY_BYTES = 64 * 1024;
 
@@ -12,9 +12,12 @@ const MAX_BODY_BYTES = 64 * 1024;
  * outbox depth, and why intake refuses messages when it does. Ajv is strict: no type
  * coercion and no silent removal of unknown fields, so a malformed body is a 400 that names
  * the field, never a guess. Every client is bounded (see HttpLimits): a slow or silent one is
- * cut off with a 408, and one past the connection cap is closed as it arrives.
+ * cut off with a 408, and one past the connection cap is closed as it arrives. Every refusal,
+ * those made before a route runs included (a timeout, malformed HTTP, a URL that cannot be
+ * decoded), answers in threadline's `{error, code}` shape.
  */
 export function buildServer(gateway: Gateway, platforms: readonly Platform[], logger: Logger, limits: HttpLimits): FastifyInstance {
+  const handleError = errorHandler(logger);
   const app = Fastify({
     bodyLimit: MAX_BODY_BYTES,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: false } },
@@ -25,12 +28,18 @@ export function buildServer(gateway: Gateway, platforms: readonly Platform[], lo
       // Node checks both deadlines on this interval (default 30 s, which would double a 30 s timeout).
       connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
     },
+    // Failures before any request exists (timeouts, parse errors), on the raw socket.
+    clientErrorHandler: clientErrorHandler(logger, limits),
+    // Failures of fastify's router (a path that cannot be percent-decoded): the usual handler.
+    frameworkErrors: (error, request, reply) => void handleError(error, request, reply),
   });
   app.server.maxConnections = limits.maxConnections;
-  app.setErrorHandler(errorHandler(logger));
-  // A refused caller's unread body would otherwise be drained from a kept-alive socket.
-  app.addHook('onSend', async (_request, reply) => {
-    if (reply.statusCode === 401) reply.header('connection', 'close');
+  app.setErrorHandler(handleError);
+  // A refused caller's unread body would otherwise be drained from a kept-alive socket. The
+  // same for any answer given before the body arrived (a 415, a 413): kept alive, the socket
+  // would wait out the rest of that body and then answer it a second time, with a 408.
+  app.addHook('onSend', async (request, reply) => {
+    if (reply.statusCode === 401 || !request.raw.complete) reply.header('connection', 'close');
   });
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ error: `No route ${request.method} ${request.url.split('?')[0]}`, code: 'TL_NOT_FOUND' }),

@@ -1,5 +1,6 @@
 import { names } from '../session/index.js';
-import { pseudonymize, type checkAttributeOptions } from './session-attributes.js';
+import { idPrivacy, privateDestination } from './id-privacy.js';
+import type { checkAttributeOptions } from './session-attributes.js';
 
 type Serializer = (value: unknown) => unknown;
 type CheckedOptions = ReturnType<typeof checkAttributeOptions>;
@@ -8,8 +9,6 @@ type CheckedOptions = ReturnType<typeof checkAttributeOptions>;
 const ID_KEYS = [names.CHAT_ID, names.CHAT_THREAD_ID, names.USER_ID, names.SESSION_ID, names.GEN_AI_CONVERSATION_ID, 'chat'];
 /** Keys of a routing-mismatch record (routing.origin.chat.id, …) that hold ids. */
 const ROUTING_ID_KEY = /(^|\.)(chat\.id|chat\.thread\.id|user\.id)$/;
-/** Pseudonyms remembered, so a busy chat's lines cost a map lookup instead of an HMAC each. */
-const CACHE_SIZE = 1_000;
 
 /**
  * Serializers that give log records the ids spans carry under the same privacy setting:
@@ -20,39 +19,12 @@ const CACHE_SIZE = 1_000;
  */
 export function privacySerializers(options: CheckedOptions): Record<string, Serializer> {
   if (options.privacy === 'plain') return {};
-  const id = options.privacy === 'hmac' ? cachedPseudonyms(options.hmacKey!) : () => undefined;
+  const id = idPrivacy(options);
   const serializers: Record<string, Serializer> = {};
   for (const key of ID_KEYS) serializers[key] = (value) => (typeof value === 'string' ? id(value) : value);
-  serializers['destination'] = (value) => (typeof value === 'string' ? destination(value, id) : value);
+  serializers['destination'] = (value) => (typeof value === 'string' ? privateDestination(value, id) : value);
   serializers['routing'] = (value) => (typeof value === 'object' && value !== null ? routing(value, id) : value);
   return serializers;
-}
-
-function cachedPseudonyms(key: string): (value: string) => string {
-  const cache = new Map<string, string>();
-  return (value) => {
-    let pseudonym = cache.get(value);
-    if (pseudonym === undefined) {
-      if (cache.size >= CACHE_SIZE) cache.clear();
-      cache.set(value, (pseudonym = pseudonymize(value, key)));
-    }
-    return pseudonym;
-  };
-}
-
-/** `platform:chat[:thread]`, percent-encoded as formatDestination writes it, with its ids mapped. */
-function destination(text: string, id: (value: string) => string | undefined): string {
-  const [platform, ...ids] = text.split(':');
-  const mapped = ids.map((part) => id(decoded(part)));
-  return [platform, ...mapped.filter((part) => part !== undefined)].join(':');
-}
-
-function decoded(part: string): string {
-  try {
-    return decodeURIComponent(part);
-  } catch {
-    return part;
-  }
 }
 
 function routing(record: object, id: (value: string) => string | undefined): Record<string, unknown> {

@@ -54,7 +54,7 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
       }),
       new UndiciInstrumentation({ ignoreRequestHook: () => isTracingSuppressed(context.active()) }),
     ],
-    spanProcessors: [stamper, new RedactSpanProcessor(), new BatchSpanProcessor(exporter, batchDefaults())],
+    spanProcessors: [stamper, new RedactSpanProcessor(config.attributes), new BatchSpanProcessor(exporter, batchDefaults())],
     // Traces only. Left unset, NodeSDK adds OTLP metric and log exporters aimed at
     // localhost:4318 even when spans go to the file: they retry on every flush and hold
     // shutdown for seconds where no collector listens.
