@@ -1,6 +1,6 @@
 import { formatDestination, parseDestination, type Delivery, type DeliveryRecord, type Destination } from '../deliveries/delivery.js';
 import { messageOf } from '../errors.js';
-import type { RoutingSnapshot } from '../session/index.js';
+import { sessionIdOfKey, type RoutingSnapshot } from '../session/index.js';
 import type { DeliveryRow, Retention } from './sqlite-operations.js';
 import { SqliteThread } from './sqlite-thread.js';
 import type { Conversations, HomeChannels, MessageLog, OutboxStore, Store } from './store.js';
@@ -160,18 +160,23 @@ function conversations(thread: SqliteThread): Conversations {
   // under way is shared too: a later message of a cold conversation must not overtake an
   // earlier one still waiting for the same read. Bounded: the oldest entries are forgotten
   // and read again when needed; a failed read is forgotten at once.
+  // Keyed by the key's hash (its epoch-0 session id): a key can be a kilobyte of
+  // percent-encoded ids, and this map holds one entry for each recent conversation.
   const known = new Map<string, Promise<number>>();
-  const remember = (key: string, epoch: Promise<number>): Promise<number> => {
-    known.delete(key);
-    known.set(key, epoch);
+  const remember = (id: string, epoch: Promise<number>): Promise<number> => {
+    known.delete(id);
+    known.set(id, epoch);
     if (known.size > EPOCH_CACHE_SIZE) known.delete(known.keys().next().value!);
     epoch.catch(() => {
-      if (known.get(key) === epoch) known.delete(key);
+      if (known.get(id) === epoch) known.delete(id);
     });
     return epoch;
   };
   return {
-    epoch: (key) => known.get(key) ?? remember(key, thread.call('epoch', key)),
-    next: (key) => remember(key, thread.call('nextEpoch', key)),
+    epoch: (key) => {
+      const id = sessionIdOfKey(key);
+      return known.get(id) ?? remember(id, thread.call('epoch', key));
+    },
+    next: (key) => remember(sessionIdOfKey(key), thread.call('nextEpoch', key)),
   };
 }
