@@ -1,6 +1,5 @@
-import { connect, type Socket } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from '../../src/testing/index.js';
+import { describe, expect, it } from 'vitest';
+import { drip, useBoundedGateway, useRawConnections } from '../helpers/raw-http.js';
 
 /**
  * What node:http and fastify answer before any route runs (a request cut off by the HTTP
@@ -14,24 +13,9 @@ const REQUEST_TIMEOUT_MS = 1_500;
 /** Node checks the deadlines every HEADERS_TIMEOUT_MS here; the rest is a loaded machine. */
 const LATE_MS = 2_000;
 
-const sockets: Socket[] = [];
-afterEach(() => {
-  for (const socket of sockets.splice(0)) socket.destroy();
-});
+const connectRaw = useRawConnections();
 
-let gateway: TestGateway;
-beforeAll(async () => {
-  gateway = await startTestGateway({
-    env: {
-      THREADLINE_WEBHOOK_TOKEN: TOKEN,
-      THREADLINE_HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
-      THREADLINE_HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
-    },
-  });
-});
-afterAll(async () => {
-  await gateway.stop();
-});
+const gateway = useBoundedGateway({ token: TOKEN, headersTimeoutMs: HEADERS_TIMEOUT_MS, requestTimeoutMs: REQUEST_TIMEOUT_MS });
 
 interface Answer {
   readonly status: number;
@@ -41,29 +25,13 @@ interface Answer {
   readonly received: string;
 }
 
-/** Sends `first` on a new connection (then `drip`, one byte every `everyMs`) and reads until the gateway closes it. */
-async function exchange(first: string, drip?: { text: string; everyMs: number }): Promise<Answer> {
-  const { hostname, port } = new URL(gateway.url);
-  const socket = connect(Number(port), hostname);
-  sockets.push(socket);
-  let received = '';
-  socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
-  socket.on('error', () => {}); // a reset is a close too
-  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-  socket.write(first);
-  if (drip !== undefined) {
-    let i = 0;
-    const timer = setInterval(() => {
-      if (socket.destroyed || i >= drip.text.length) return clearInterval(timer);
-      socket.write(drip.text[i++]!);
-    }, drip.everyMs);
-    socket.once('close', () => clearInterval(timer));
-  }
-  await Promise.race([
-    closed,
-    new Promise((_, reject) => setTimeout(() => reject(new Error(`still open; received ${JSON.stringify(received)}`)), REQUEST_TIMEOUT_MS + LATE_MS)),
-  ]);
+/** Sends `first` on a new connection (then `dripping.text`, one byte every `everyMs`) and reads until the gateway closes it. */
+async function exchange(first: string, dripping?: { text: string; everyMs: number }): Promise<Answer> {
+  const connection = connectRaw(gateway().url, first);
+  await connection.connected;
+  if (dripping !== undefined) drip(connection.socket, dripping.text, dripping.everyMs);
+  await connection.closed(REQUEST_TIMEOUT_MS + LATE_MS);
+  const received = connection.received();
   const [head = '', ...rest] = received.split('\r\n\r\n');
   const text = rest.join('\r\n\r\n');
   let body: unknown = text;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../../src/testing/index.js';
+import { rawConnection, useBoundedGateway } from '../helpers/raw-http.js';
 
 let gateway: TestGateway;
 beforeAll(async () => {
@@ -89,19 +89,11 @@ describe('hostile connections', () => {
   // The longest a connection may live: a request at its timeout, or one answered and then kept
   // alive (Node adds 1 s to the keep-alive timeout), plus a check interval and a loaded machine.
   const BOUND_MS = Math.max(REQUEST_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS + 1_000) + HEADERS_TIMEOUT_MS + 1_500;
-  let bounded: TestGateway;
-  beforeAll(async () => {
-    bounded = await startTestGateway({
-      env: {
-        THREADLINE_WEBHOOK_TOKEN: TOKEN,
-        THREADLINE_HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
-        THREADLINE_HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
-        THREADLINE_HTTP_KEEP_ALIVE_TIMEOUT_MS: String(KEEP_ALIVE_TIMEOUT_MS),
-      },
-    });
-  });
-  afterAll(async () => {
-    await bounded.stop();
+  const bounded = useBoundedGateway({
+    token: TOKEN,
+    headersTimeoutMs: HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: REQUEST_TIMEOUT_MS,
+    keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
   });
 
   function request(authorized: boolean, body: string): string {
@@ -111,19 +103,12 @@ describe('hostile connections', () => {
 
   /** Sends `text`, then nothing: resolves with the ms until the gateway closed the socket and what it answered. */
   function sendThenWait(text: string): Promise<{ ms: number; answer: string }> {
-    const { hostname, port } = new URL(bounded.url);
-    const socket = connect(Number(port), hostname, () => void socket.write(text));
-    const start = Date.now();
-    let answer = '';
-    socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
-    socket.on('error', () => {});
-    const timer = setTimeout(() => socket.destroy(new Error('still open')), BOUND_MS * 2);
-    return new Promise((resolve) =>
-      socket.once('close', () => {
-        clearTimeout(timer);
-        resolve({ ms: Date.now() - start, answer });
-      }),
-    );
+    const connection = rawConnection(bounded().url, text);
+    const timer = setTimeout(() => connection.socket.destroy(new Error('still open')), BOUND_MS * 2);
+    return connection.whenClosed.then((ms) => {
+      clearTimeout(timer);
+      return { ms, answer: connection.received() };
+    });
   }
 
   it('closes every connection within its timeouts, wherever the client stops sending', async () => {
@@ -147,6 +132,6 @@ describe('hostile connections', () => {
       }),
       { numRuns: 3 },
     );
-    expect((await fetch(`${bounded.url}/v1/health`)).status).toBe(200);
+    expect((await fetch(`${bounded().url}/v1/health`)).status).toBe(200);
   });
 });

@@ -1,8 +1,8 @@
-import { connect, type Socket } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import { readGatewayConfig } from '../../src/gateway/gateway-config.js';
 import { startTestGateway, type TestGateway } from '../../src/testing/index.js';
+import { drip, useBoundedGateway, useRawConnections, type RawConnection } from '../helpers/raw-http.js';
 
 const TOKEN = 'limits-token';
 const HEADERS_TIMEOUT_MS = 400;
@@ -11,52 +11,17 @@ const KEEP_ALIVE_TIMEOUT_MS = 600;
 /** Node checks the deadlines once a second at most (and every HEADERS_TIMEOUT_MS here); the rest is a loaded machine. */
 const LATE_MS = HEADERS_TIMEOUT_MS + 800;
 
-/** A raw client connection: what it received, and when (ms after connecting) the gateway closed it. */
-interface Connection {
-  readonly socket: Socket;
-  received(): string;
-  /** Resolves with the ms from connect to close; rejects after `withinMs` if still open. */
-  closed(withinMs: number): Promise<number>;
-}
+const connectRaw = useRawConnections();
 
-const sockets: Socket[] = [];
-afterEach(() => {
-  for (const socket of sockets.splice(0)) socket.destroy();
-});
-
-async function open(url: string): Promise<Connection> {
-  const { hostname, port } = new URL(url);
-  const socket = connect(Number(port), hostname);
-  sockets.push(socket);
-  const start = Date.now();
-  let received = '';
-  socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
-  socket.on('error', () => {}); // a reset is a close too
-  const closed = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now() - start)));
-  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-  return {
-    socket,
-    received: () => received,
-    closed: (withinMs) =>
-      Promise.race([
-        closed,
-        new Promise<number>((_, reject) => setTimeout(() => reject(new Error(`still open after ${withinMs} ms; received ${JSON.stringify(received)}`)), withinMs)),
-      ]),
-  };
-}
-
-/** Writes `text` one byte every `everyMs` until the socket closes. */
-function drip(socket: Socket, text: string, everyMs: number): void {
-  let i = 0;
-  const timer = setInterval(() => {
-    if (socket.destroyed || i >= text.length) return clearInterval(timer);
-    socket.write(text[i++]!);
-  }, everyMs);
-  socket.once('close', () => clearInterval(timer));
+/** A raw client connection, once connected: what it received, and when (ms after connecting) the gateway closed it. */
+async function open(url: string): Promise<RawConnection> {
+  const connection = connectRaw(url);
+  await connection.connected;
+  return connection;
 }
 
 /** Resolves once `connection` has received a whole response whose body holds `marker`. */
-async function response(connection: Connection, marker: string): Promise<string> {
+async function response(connection: RawConnection, marker: string): Promise<string> {
   for (let waited = 0; !connection.received().includes(marker); waited += 10) {
     if (waited > 5_000) throw new Error(`no response with ${marker}; received ${JSON.stringify(connection.received())}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -80,23 +45,15 @@ describe('HTTP limits configuration', () => {
 const healthRequest = 'GET /v1/health HTTP/1.1\r\nHost: threadline\r\n\r\n';
 
 describe('bounded HTTP: timeouts and 401', () => {
-  let gateway: TestGateway;
-  beforeAll(async () => {
-    gateway = await startTestGateway({
-      env: {
-        THREADLINE_WEBHOOK_TOKEN: TOKEN,
-        THREADLINE_HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
-        THREADLINE_HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
-        THREADLINE_HTTP_KEEP_ALIVE_TIMEOUT_MS: String(KEEP_ALIVE_TIMEOUT_MS),
-      },
-    });
-  });
-  afterAll(async () => {
-    await gateway.stop();
+  const gateway = useBoundedGateway({
+    token: TOKEN,
+    headersTimeoutMs: HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: REQUEST_TIMEOUT_MS,
+    keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
   });
 
   it('cuts off a body sent 1 byte every 200 ms at the request timeout, with a 408', async () => {
-    const connection = await open(gateway.url);
+    const connection = await open(gateway().url);
     connection.socket.write(
       `POST /v1/messages HTTP/1.1\r\nHost: threadline\r\nAuthorization: Bearer ${TOKEN}\r\n` +
         'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n',
@@ -108,7 +65,7 @@ describe('bounded HTTP: timeouts and 401', () => {
   });
 
   it('cuts off headers sent 1 byte every 100 ms at the headers timeout, well before the request timeout', async () => {
-    const connection = await open(gateway.url);
+    const connection = await open(gateway().url);
     connection.socket.write('POST /v1/messages HTTP/1.1\r\nHost: threadline\r\n');
     drip(connection.socket, `X-Drip: ${'a'.repeat(1000)}`, 100);
     const elapsed = await connection.closed(REQUEST_TIMEOUT_MS);
@@ -118,14 +75,14 @@ describe('bounded HTTP: timeouts and 401', () => {
   });
 
   it('closes a connection that sends nothing at the headers timeout', async () => {
-    const connection = await open(gateway.url);
+    const connection = await open(gateway().url);
     const elapsed = await connection.closed(REQUEST_TIMEOUT_MS);
     expect(elapsed).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 50);
     expect(elapsed).toBeLessThan(HEADERS_TIMEOUT_MS + LATE_MS);
   });
 
   it('closes a kept-alive connection idle for the keep-alive timeout', async () => {
-    const connection = await open(gateway.url);
+    const connection = await open(gateway().url);
     connection.socket.write(healthRequest);
     const answer = await response(connection, '"status"');
     expect(answer).toMatch(/^HTTP\/1\.1 200 [^]*\r\nconnection: keep-alive\r\n/i);
@@ -136,7 +93,7 @@ describe('bounded HTTP: timeouts and 401', () => {
   });
 
   it('answers 401 with Connection: close and closes the socket without reading the body', async () => {
-    const connection = await open(gateway.url);
+    const connection = await open(gateway().url);
     // 60,000 bytes announced, 16 sent: the rest would otherwise be drained for as long as the caller sends it.
     connection.socket.write(
       'POST /v1/messages HTTP/1.1\r\nHost: threadline\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{"chat_id":"x",',
@@ -149,7 +106,7 @@ describe('bounded HTTP: timeouts and 401', () => {
   });
 
   it('still answers well-behaved clients', async () => {
-    const connection = await open(gateway.url);
+    const connection = await open(gateway().url);
     const body = JSON.stringify({ chat_id: 'fine', text: 'hello' });
     connection.socket.write(
       `POST /v1/messages HTTP/1.1\r\nHost: threadline\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\n` +
@@ -170,7 +127,7 @@ describe('bounded HTTP: the connection cap', () => {
   });
 
   it(`serves ${CAP} kept-alive connections, closes connection ${CAP + 1} unanswered, and serves a new one once a slot is free`, async () => {
-    const held: Connection[] = [];
+    const held: RawConnection[] = [];
     for (let i = 0; i < CAP; i++) {
       const connection = await open(gateway.url);
       connection.socket.write(healthRequest);

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DeliveryReceiver } from '../../src/testing/index.js';
+import { collectOutput, spawnGateway } from '../helpers/gateway-process.js';
 
-const root = new URL('../..', import.meta.url).pathname;
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -21,17 +21,13 @@ interface GatewayProcess {
   readonly exited: Promise<number | null>;
 }
 
-function spawnGateway(env: Record<string, string>, stderr: 'inherit' | 'pipe'): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', '--import', './src/telemetry/register.ts', 'src/cli/main.ts'], {
-    cwd: root,
-    env: { ...process.env, PORT: '0', THREADLINE_LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', stderr],
-  });
+function spawnGatewayWith(env: Record<string, string>, stderr: 'inherit' | 'pipe'): ChildProcess {
+  return spawnGateway({ ...process.env, PORT: '0', THREADLINE_LOG_LEVEL: 'warn', ...env }, stderr);
 }
 
 /** Runs `npm start`'s command as a child process and waits for its banner. */
 async function startProcess(env: Record<string, string>): Promise<GatewayProcess> {
-  const child = spawnGateway(env, 'inherit');
+  const child = spawnGatewayWith(env, 'inherit');
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   cleanups.push(() => {
     child.kill('SIGKILL');
@@ -45,16 +41,13 @@ async function startProcess(env: Record<string, string>): Promise<GatewayProcess
 
 /** Runs the gateway expecting it to refuse to start: its exit code and what it wrote to stderr. */
 async function failedStart(env: Record<string, string>): Promise<{ code: number | null; stderr: string; stdout: string }> {
-  const child = spawnGateway(env, 'pipe');
+  const child = spawnGatewayWith(env, 'pipe');
   cleanups.push(() => {
     child.kill('SIGKILL');
   });
-  let stderr = '';
-  let stdout = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-  return { code, stderr, stdout };
+  const { stderr, stdout, exited } = collectOutput(child);
+  const code = await exited;
+  return { code, stderr: stderr(), stdout: stdout() };
 }
 
 /** What the store holds of each delivery, read beside the gateway. */

@@ -1,12 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { slackSignature } from '../../src/platforms/slack/slack-signature.js';
 import { DeliveryReceiver, FakeSlack, FakeTelegram } from '../../src/testing/index.js';
 import { startLocalServer, type LocalServer } from '../../src/testing/local-server.js';
 import { until } from '../helpers/gateway.js';
+import { isolatedEnv, runGatewayProcess } from '../helpers/gateway-process.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 
 /**
@@ -15,7 +14,6 @@ import { useTempDir } from '../helpers/temp-dir.js';
  * configured with may appear in any byte it wrote (banner, logs, trace file, OTLP bodies, the
  * data dir).
  */
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const tempDir = useTempDir('no-secrets');
 
 const SECRETS = {
@@ -56,12 +54,7 @@ async function runGateway(exporter: Exporter): Promise<Run> {
   deliveryUrl.username = 'hook';
   deliveryUrl.password = SECRETS.deliveryPassword;
   deliveryUrl.search = `?token=${SECRETS.deliveryQueryToken}`;
-  const env: Record<string, string> = {
-    PATH: process.env['PATH'] ?? '',
-    HOME: process.env['HOME'] ?? '',
-    TMPDIR: process.env['TMPDIR'] ?? '/tmp',
-    PORT: '0',
-    HOST: '127.0.0.1',
+  const env = isolatedEnv({
     THREADLINE_DATA_DIR: dataDir,
     THREADLINE_LOG_LEVEL: 'debug',
     THREADLINE_SPAN_PRIVACY: 'hmac',
@@ -82,26 +75,11 @@ async function runGateway(exporter: Exporter): Promise<Run> {
           OTEL_EXPORTER_OTLP_PROTOCOL: exporter,
           OTEL_EXPORTER_OTLP_COMPRESSION: 'none',
         }),
-  };
-  const child = spawn(process.execPath, ['--import', 'tsx', '--import', './src/telemetry/register.ts', 'src/cli/main.ts'], {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
-  try {
-    await until(() => /threadline listening on (\S+)/.test(output) || child.exitCode !== null, 30_000);
-    const base = /threadline listening on (\S+)/.exec(output)?.[1];
-    if (base === undefined) throw new Error(`the gateway did not start:\n${output}`);
+  const { output, code } = await runGatewayProcess(env, async (base, soFar) => {
     await exercise(base, { telegram, slack, receiver });
-    await until(() => count(output, 'delivery failed for good') >= 3, 15_000);
-  } finally {
-    stop(child);
-  }
-  const code = await exited;
+    await until(() => count(soFar(), 'delivery failed for good') >= 3, 15_000);
+  });
   await Promise.all([telegram.close(), slack.close(), receiver.close(), otlp.close()]);
   const files = readdirSync(dataDir)
     .map((name) => join(dataDir, name))
@@ -132,10 +110,6 @@ async function exercise(base: string, fakes: { telegram: FakeTelegram; slack: Fa
     expect((await post('/v1/slack/events', event, { 'x-slack-request-timestamp': timestamp, 'x-slack-signature': signature })).status).toBe(200);
   }
   await until(() => fakes.receiver.received.length >= 1 && fakes.telegram.sent.length >= 1 && fakes.slack.sent.length >= 1, 15_000);
-}
-
-function stop(child: ChildProcess): void {
-  if (child.exitCode === null) child.kill('SIGTERM');
 }
 
 function count(text: string, needle: string): number {

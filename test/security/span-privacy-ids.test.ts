@@ -1,11 +1,9 @@
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { pseudonymize } from '../../src/telemetry/index.js';
 import { DeliveryReceiver } from '../../src/testing/index.js';
-import { until } from '../helpers/gateway.js';
+import { isolatedEnv, runGatewayProcess } from '../helpers/gateway-process.js';
 import { readOtlpSpans, type OtlpSpan } from '../helpers/otlp-file.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 
@@ -15,7 +13,6 @@ import { useTempDir } from '../helpers/temp-dir.js';
  * router's first attempt and the outbox's retry) carry no plain chat or thread id in
  * routing.destination.* or delivery.destination, and the trace file holds them nowhere.
  */
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const tempDir = useTempDir('span-privacy');
 const KEY = 'span-privacy-e2e-key-0123456789';
 const TOKEN = 'span-privacy-e2e-token';
@@ -37,43 +34,23 @@ async function runGateway(privacy: Privacy): Promise<Run> {
   const receiver = await DeliveryReceiver.start();
   // The first attempt fails: the retry is a second gateway.deliver, started by the outbox loop.
   receiver.failNext(1, 503);
-  const env: Record<string, string> = {
-    PATH: process.env['PATH'] ?? '',
-    HOME: process.env['HOME'] ?? '',
-    TMPDIR: process.env['TMPDIR'] ?? '/tmp',
-    PORT: '0',
-    HOST: '127.0.0.1',
+  const env = isolatedEnv({
     THREADLINE_DATA_DIR: dataDir,
     THREADLINE_SPAN_PRIVACY: privacy,
     ...(privacy === 'hmac' ? { THREADLINE_SPAN_HMAC_KEY: KEY } : {}),
     THREADLINE_DELIVERY_BACKOFF_MS: '20',
     THREADLINE_WEBHOOK_TOKEN: TOKEN,
     THREADLINE_WEBHOOK_DELIVERY_URL: receiver.url,
-  };
-  const child = spawn(process.execPath, ['--import', 'tsx', '--import', './src/telemetry/register.ts', 'src/cli/main.ts'], {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
-  try {
-    await until(() => /threadline listening on (\S+)/.test(output) || child.exitCode !== null, 30_000);
-    const base = /threadline listening on (\S+)/.exec(output)?.[1];
-    if (base === undefined) throw new Error(`the gateway did not start:\n${output}`);
+  const { output, code } = await runGatewayProcess(env, async (base, soFar) => {
     const answer = await fetch(`${base}/v1/messages`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
       body: JSON.stringify({ chat_id: CHAT, thread_id: THREAD, chat_type: 'group', text: 'hello' }),
     });
-    expect(answer.status, output).toBe(202);
+    expect(answer.status, soFar()).toBe(202);
     await receiver.waitFor(1);
-  } finally {
-    if (child.exitCode === null) child.kill('SIGTERM');
-  }
-  const code = await exited;
+  });
   await receiver.close();
   const path = join(dataDir, 'traces.jsonl');
   return { output, code, trace: readFileSync(path, 'utf8'), delivers: readOtlpSpans(path).filter((span) => span.name === 'gateway.deliver') };

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,8 +7,8 @@ import { ConfigError } from '../../src/errors.js';
 import { readGatewayConfig } from '../../src/gateway/gateway-config.js';
 import { startGateway } from '../../src/gateway/start-gateway.js';
 import { createLogger } from '../../src/telemetry/logger.js';
+import { collectOutput, spawnGateway } from '../helpers/gateway-process.js';
 
-const root = new URL('../..', import.meta.url).pathname;
 const dirs: string[] = [];
 const children: ChildProcess[] = [];
 afterEach(() => {
@@ -78,25 +78,16 @@ describe('no unauthenticated intake off loopback', () => {
     const env: NodeJS.ProcessEnv = { ...process.env, HOST: '0.0.0.0', PORT: '0', THREADLINE_DATA_DIR: dataDir(), THREADLINE_LOG_LEVEL: 'warn' };
     delete env['THREADLINE_WEBHOOK_TOKEN'];
     delete env['THREADLINE_ALLOW_UNAUTHENTICATED'];
-    const child = spawn(process.execPath, ['--import', 'tsx', '--import', './src/telemetry/register.ts', 'src/cli/main.ts'], {
-      cwd: root,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawnGateway(env);
     children.push(child);
-    let stdout = '';
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const { stdout, stderr, exited } = collectOutput(child);
     // A gateway that starts anyway is stopped at its banner, not left listening on every interface.
-    const code = await new Promise<number | null>((resolve) => {
-      child.once('close', resolve);
-      child.stdout.on('data', (chunk: Buffer) => {
-        stdout += chunk.toString();
-        if (stdout.includes('listening')) child.kill('SIGKILL');
-      });
+    child.stdout!.on('data', () => {
+      if (stdout().includes('listening')) child.kill('SIGKILL');
     });
-    expect(stdout).not.toContain('listening');
+    const code = await exited;
+    expect(stdout()).not.toContain('listening');
     expect(code).toBe(1);
-    expect(stderr).toMatch(/^threadline: Invalid THREADLINE_WEBHOOK_TOKEN: is required with HOST=0\.0\.0\.0.*HOST=127\.0\.0\.1.*\[TL_CONFIG_INVALID\]\n$/);
+    expect(stderr()).toMatch(/^threadline: Invalid THREADLINE_WEBHOOK_TOKEN: is required with HOST=0\.0\.0\.0.*HOST=127\.0\.0\.1.*\[TL_CONFIG_INVALID\]\n$/);
   });
 });
