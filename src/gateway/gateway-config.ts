@@ -91,7 +91,8 @@ export function readGatewayConfig(env: NodeJS.ProcessEnv = process.env): Gateway
     deliveryBackoffMaxMs: envInteger(env, 'THREADLINE_DELIVERY_BACKOFF_MAX_MS', 300_000, 1, 86_400_000),
     deliveryMaxRetryAfterMs: envInteger(env, 'THREADLINE_DELIVERY_MAX_RETRY_AFTER_MS', HOUR_MS, 0, 7 * DAY_MS),
     deliveryGiveUpMs: envInteger(env, 'THREADLINE_DELIVERY_GIVE_UP_MS', DAY_MS, 1, 30 * DAY_MS),
-    deliveryLeaseMs: envInteger(env, 'THREADLINE_DELIVERY_LEASE_MS', 60_000, 100, HOUR_MS),
+    // At least 15 s: longer than a send may take (10 s), so a send under way is not claimed twice.
+    deliveryLeaseMs: envInteger(env, 'THREADLINE_DELIVERY_LEASE_MS', 60_000, 15_000, HOUR_MS),
     outboxMaxPerChat: envInteger(env, 'THREADLINE_OUTBOX_MAX_PER_CHAT', 1_000, 1, 10_000_000),
     outboxMaxPending: envInteger(env, 'THREADLINE_OUTBOX_MAX_PENDING', 100_000, 1, 100_000_000),
     deadLetterRetentionMs: envInteger(env, 'THREADLINE_DEAD_LETTER_RETENTION_MS', 7 * DAY_MS, 0, 365 * DAY_MS),
