@@ -64,11 +64,13 @@ export function deriveSessionId(parts: SessionKeyParts, epoch = 0): string {
 }
 
 /**
- * Session ids hashed recently. Every message of a chat needs its id (twice on the gateway's
- * path); a lookup costs a fraction of a SHA-256. Bounded: the oldest are hashed again.
+ * Session ids hashed recently. Every message of a chat needs its id (three times on the
+ * gateway's path, moments apart); a lookup costs a fraction of a SHA-256. Bounded: the
+ * oldest are hashed again. Small, since it holds whole keys, which run to kilobytes for long
+ * ids: enough for the messages in flight, not a second record of every chat.
  */
 const recentIds = new Map<string, string>();
-const RECENT_IDS = 10_000;
+const RECENT_IDS = 1_000;
 
 /** deriveSessionId for a caller that already holds the session key. */
 export function sessionIdOfKey(key: string, epoch = 0): string {
