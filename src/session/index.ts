@@ -21,6 +21,7 @@ export { injectSession, extractSession, SESSION_CARRIER_FIELD, type Carrier } fr
 export {
   inboundContext,
   withBaggageEntries,
+  parseKeepBaggage,
   type InboundOptions,
   type InboundTrace,
   type InboundHeaders,

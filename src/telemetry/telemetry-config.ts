@@ -4,6 +4,7 @@ import { ConfigError } from '../errors.js';
 import {
   DEFAULT_OUTBOUND_POLICY,
   OUTBOUND_KEYS,
+  parseKeepBaggage,
   type HostRule,
   type KeepBaggage,
   type OutboundBaggagePolicy,
@@ -56,7 +57,7 @@ export function readTelemetryConfig(env: NodeJS.ProcessEnv = process.env): Telem
       keys: keyList('THREADLINE_BAGGAGE_KEYS', env['THREADLINE_BAGGAGE_KEYS'] ?? DEFAULT_OUTBOUND_POLICY.keys.join(',')),
       hosts: hostRules(env),
     },
-    inboundBaggage: inboundBaggage(env['THREADLINE_INBOUND_BAGGAGE'] ?? 'none'),
+    inboundBaggage: parseKeepBaggage(env['THREADLINE_INBOUND_BAGGAGE']),
     logLevel: envOneOf(env, 'THREADLINE_LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
     logNames,
   };
@@ -118,9 +119,3 @@ function hostRules(env: NodeJS.ProcessEnv): HostRule[] {
   });
 }
 
-function inboundBaggage(value: string): KeepBaggage {
-  const trimmed = value.trim();
-  if (trimmed === 'none' || trimmed === '') return false;
-  if (trimmed === 'all') return true;
-  return trimmed.split(',').map((key) => key.trim()).filter((key) => key !== '');
-}
