@@ -2,8 +2,7 @@ import { BlockList, isIP } from 'node:net';
 import { ConfigError } from '../errors.js';
 import { envFlag, envInteger, envOneOf, envString, envUrl } from '../env-vars.js';
 import { Admins } from '../agent/admins.js';
-import type { KeepBaggage } from '../session/index.js';
-import { parseKeepBaggage } from '../session/index.js';
+import { parseKeepBaggage, type KeepBaggage } from '../session/index.js';
 
 export interface TelegramConfig {
   readonly token: string;
