@@ -1,4 +1,4 @@
-import { SpanKind, SpanStatusCode, metrics, trace, type Attributes, type Span } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, metrics, type Attributes, type Span } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { ThreadlineError } from '../errors.js';
 import { getSession, recordFailure, type RoutingSnapshot, type Session } from '../session/index.js';
@@ -6,6 +6,7 @@ import type { HomeChannels } from '../store/store.js';
 import { formatDestination, parseDestination, type DeliveryKind, type Destination } from './delivery.js';
 import { deliveryAttributes, type Outbox } from './outbox.js';
 import { destinationOf, routingMismatch } from './routing-mismatch.js';
+import { threadlineTracer } from '../telemetry/tracer.js';
 import type { Target } from './target.js';
 
 export interface DeliveryRequest {
@@ -26,7 +27,7 @@ export interface RouterOptions {
 }
 
 const ORIGIN: Target = { to: 'origin' };
-const tracer = trace.getTracer('threadline');
+const tracer = threadlineTracer();
 const mismatchCounter = metrics.getMeter('threadline').createCounter('threadline.routing.mismatches', {
   description: 'Deliveries whose destination differed from the routing captured at their origin',
 });

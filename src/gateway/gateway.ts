@@ -27,6 +27,7 @@ import {
   withSessionId,
 } from '../session/index.js';
 import type { Store, StoredMessage } from '../store/store.js';
+import { threadlineTracer } from '../telemetry/tracer.js';
 import { timeOrderedId } from './message-id.js';
 import { SessionScheduler, type JobAbort } from './session-scheduler.js';
 
@@ -76,7 +77,7 @@ interface MessageJob {
   readonly routing: RoutingSnapshot;
 }
 
-const tracer = trace.getTracer('threadline');
+const tracer = threadlineTracer();
 /** How long turns aborted at the shutdown deadline get to return before the store closes. */
 const ABORTED_TURNS_GRACE_MS = 1_000;
 

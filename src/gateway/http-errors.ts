@@ -1,4 +1,4 @@
-import { SpanStatusCode, trace } from '@opentelemetry/api';
+import { SpanStatusCode } from '@opentelemetry/api';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_CODES, maxHeaderSize } from 'node:http';
 import type { Socket } from 'node:net';
@@ -7,8 +7,9 @@ import { SessionFieldError, ThreadlineError, type ErrorCode } from '../errors.js
 import type { HttpLimits } from './gateway-config.js';
 import { inboundContext } from '../session/index.js';
 import { rejectSpanLimit } from '../telemetry/reject-span-limit.js';
+import { threadlineTracer } from '../telemetry/tracer.js';
 
-const tracer = trace.getTracer('threadline');
+const tracer = threadlineTracer();
 
 /** Session fields as the webhook contract spells them, so a 400 names the field the caller sent. */
 const BODY_FIELDS: Record<string, string> = {

@@ -3,6 +3,7 @@ import { ThreadlineError } from '../errors.js';
 import { recordFailure } from './record-failure.js';
 import { contextWithSession, requireSession } from './run-with-session.js';
 import type { SessionInput } from './session.js';
+import { VERSION } from '../version.js';
 import { createSession } from './validate-session.js';
 import { activeContext } from './active-context.js';
 
@@ -58,7 +59,7 @@ export function resumeRouting(snapshot: unknown): ResumedRouting {
  */
 export function runResumed<T>(snapshot: unknown, name: string, fn: () => T): T {
   const { context: resumed, links } = resumeRouting(snapshot);
-  const tracer = trace.getTracer('threadline');
+  const tracer = trace.getTracer('threadline', VERSION);
   return tracer.startActiveSpan(name, { links, root: true }, resumed, (span) => {
     const end = (error?: unknown): void => {
       if (error !== undefined) recordFailure(span, error);

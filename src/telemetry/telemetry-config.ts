@@ -1,5 +1,6 @@
 import { join } from 'node:path';
-import { envFlag, envInteger, envOneOf } from '../env-vars.js';
+import { envFlag, envInteger, envOneOf, envString } from '../env-vars.js';
+import { VERSION } from '../version.js';
 import { ConfigError } from '../errors.js';
 import {
   DEFAULT_OUTBOUND_POLICY,
@@ -14,13 +15,32 @@ import type { PrivacyMode, SessionAttributeOptions } from './session-attributes.
 const MIB = 1024 * 1024;
 
 export type TraceExporterKind = 'file' | 'otlp' | 'console' | 'none';
-export type OtlpProtocol = 'http/protobuf' | 'http/json';
+export type OtlpProtocol = 'http/protobuf' | 'http/json' | 'grpc';
+export type MetricsExporterKind = 'otlp' | 'prometheus' | 'console' | 'none';
+/** OTEL_PROPAGATORS names threadline can install; threadline's session propagation is always on. */
+export type PropagatorName = 'tracecontext' | 'baggage' | 'b3' | 'b3multi' | 'jaeger' | 'none';
+export const PROPAGATOR_NAMES: readonly PropagatorName[] = ['tracecontext', 'baggage', 'b3', 'b3multi', 'jaeger', 'none'];
+
+export interface MetricsConfig {
+  readonly exporter: MetricsExporterKind;
+  readonly otlpProtocol: OtlpProtocol;
+  /** OTEL_EXPORTER_PROMETHEUS_HOST / _PORT: where the scrape endpoint listens. */
+  readonly prometheusHost: string;
+  readonly prometheusPort: number;
+  /** OTEL_METRIC_EXPORT_INTERVAL: how often push exporters (otlp, console) export. */
+  readonly exportIntervalMs: number;
+}
 
 /** Everything the telemetry bootstrap needs, read once from the environment at start-up. */
 export interface TelemetryConfig {
   readonly serviceName: string;
+  /** service.version and the tracer's version: package.json's. */
+  readonly serviceVersion: string;
   readonly exporter: TraceExporterKind;
   readonly otlpProtocol: OtlpProtocol;
+  readonly metrics: MetricsConfig;
+  /** OTEL_PROPAGATORS, in order; default tracecontext,baggage. */
+  readonly propagators: readonly PropagatorName[];
   readonly traceFile: string;
   /** The trace file is rotated before a write would take it past this size. */
   readonly traceFileMaxBytes: number;
@@ -46,8 +66,11 @@ export function readTelemetryConfig(env: NodeJS.ProcessEnv = process.env): Telem
   if (logNames && attributes.privacy !== 'plain') throw namesNeedPlainPrivacy(attributes.privacy!);
   return {
     serviceName: env['OTEL_SERVICE_NAME'] || 'threadline',
+    serviceVersion: VERSION,
     exporter: exporterKind(env),
-    otlpProtocol: otlpProtocol(env),
+    otlpProtocol: otlpProtocol(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'),
+    metrics: metricsConfig(env),
+    propagators: propagators(env),
     traceFile: env['THREADLINE_TRACE_FILE'] || join(dataDir, 'traces.jsonl'),
     traceFileMaxBytes: envInteger(env, 'THREADLINE_TRACE_FILE_MAX_BYTES', 64 * MIB, 64 * 1024, 2 ** 40),
     traceFileKeep: envInteger(env, 'THREADLINE_TRACE_FILE_KEEP', 4, 1, 100),
@@ -78,13 +101,39 @@ export function readSpanAttributeOptions(env: NodeJS.ProcessEnv): SessionAttribu
   };
 }
 
-/** The OTLP encoding; gRPC gets a hint, since it is the usual first guess. */
-function otlpProtocol(env: NodeJS.ProcessEnv): OtlpProtocol {
-  const name = env['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'] ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
-  if (env[name]?.trim().toLowerCase() === 'grpc') {
-    throw new ConfigError(name, '"grpc" is not one of http/protobuf, http/json (gRPC is not bundled; use http/protobuf against port 4318)');
+/** The OTLP encoding: the signal's own variable, else the general one. */
+function otlpProtocol(env: NodeJS.ProcessEnv, signalName: string): OtlpProtocol {
+  const name = env[signalName] ? signalName : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  return envOneOf<OtlpProtocol>(env, name, ['http/protobuf', 'http/json', 'grpc'], 'http/protobuf');
+}
+
+/** Metrics go nowhere unless asked for, or an OTLP endpoint is set (as traces, which default to the file). */
+function metricsConfig(env: NodeJS.ProcessEnv): MetricsConfig {
+  const hasEndpoint = Boolean(env['OTEL_EXPORTER_OTLP_METRICS_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_ENDPOINT']);
+  const disabled = envFlag(env, 'OTEL_SDK_DISABLED');
+  const exporter = envOneOf<MetricsExporterKind>(env, 'OTEL_METRICS_EXPORTER', ['otlp', 'prometheus', 'console', 'none'], hasEndpoint ? 'otlp' : 'none');
+  return {
+    exporter: disabled ? 'none' : exporter,
+    otlpProtocol: otlpProtocol(env, 'OTEL_EXPORTER_OTLP_METRICS_PROTOCOL'),
+    prometheusHost: envString(env, 'OTEL_EXPORTER_PROMETHEUS_HOST') ?? '127.0.0.1',
+    prometheusPort: envInteger(env, 'OTEL_EXPORTER_PROMETHEUS_PORT', 9464, 0, 65535),
+    exportIntervalMs: envInteger(env, 'OTEL_METRIC_EXPORT_INTERVAL', 60_000, 100, 86_400_000),
+  };
+}
+
+/** OTEL_PROPAGATORS: a comma-separated list; `none` alone turns the standard ones off. */
+function propagators(env: NodeJS.ProcessEnv): readonly PropagatorName[] {
+  const name = 'OTEL_PROPAGATORS';
+  const value = envString(env, name);
+  if (value === undefined) return ['tracecontext', 'baggage'];
+  const names = [...new Set(value.split(',').map((entry) => entry.trim().toLowerCase()).filter((entry) => entry !== ''))];
+  for (const entry of names) {
+    if (!PROPAGATOR_NAMES.includes(entry as PropagatorName)) {
+      throw new ConfigError(name, `"${entry}" is not one of ${PROPAGATOR_NAMES.join(', ')}`);
+    }
   }
-  return envOneOf<OtlpProtocol>(env, name, ['http/protobuf', 'http/json'], 'http/protobuf');
+  if (names.includes('none') && names.length > 1) throw new ConfigError(name, '"none" cannot be combined with other propagators');
+  return names as PropagatorName[];
 }
 
 /** OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER decide; with neither nor an endpoint, the local file. */
