@@ -1,11 +1,4 @@
 import { runDetached } from '../session/index.js';
-import { LazyAbortController } from './lazy-abort-controller.js';
-
-/** How a running job learns it was aborted: `aborted` reads no signal, so makes none. */
-export interface JobAbort {
-  readonly signal: AbortSignal;
-  readonly aborted: boolean;
-}
 
 export interface SchedulerOptions {
   /** Turns running at once, across sessions. */
@@ -22,11 +15,11 @@ export interface ScheduledJob {
  * Runs jobs in FIFO order within a session and concurrently across sessions, at most
  * `concurrency` at once, holding at most `capacity`. Each job is started from the root
  * context (runDetached), so it never inherits the routing of whichever job's completion
- * happened to start it (lesson 3); the job brings its own context.
+ * happened to start it (pitfall: Inherited routing); the job brings its own context.
  */
 export class SessionScheduler<J extends ScheduledJob> {
   private readonly waiting = new Map<string, J[]>();
-  private readonly running = new Map<string, LazyAbortController>();
+  private readonly running = new Map<string, AbortController>();
   /** Sessions with a job waiting and none running, in the order they became ready. */
   private ready: string[] = [];
   private readyHead = 0;
@@ -36,7 +29,8 @@ export class SessionScheduler<J extends ScheduledJob> {
   private stoppedWaiters: (() => void)[] = [];
 
   constructor(
-    private readonly run: (job: J, abort: JobAbort) => Promise<void>,
+    /** Runs a job; its signal aborts on abort() of its session or on close(). */
+    private readonly run: (job: J, signal: AbortSignal) => Promise<void>,
     private readonly options: SchedulerOptions,
   ) {}
 
@@ -94,9 +88,9 @@ export class SessionScheduler<J extends ScheduledJob> {
       const queue = this.waiting.get(sessionId)!;
       const job = queue.shift()!;
       if (queue.length === 0) this.waiting.delete(sessionId);
-      const controller = new LazyAbortController();
+      const controller = new AbortController();
       this.running.set(sessionId, controller);
-      runDetached(() => this.run(job, controller))
+      runDetached(() => this.run(job, controller.signal))
         .catch(() => {}) // run() reports its own failures; the queue must go on.
         .finally(() => this.finish(sessionId));
     }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { ThreadlineError } from '../errors.js';
 import { CHAT_TYPES, type ChatType } from './session.js';
 
@@ -16,7 +17,8 @@ const VERSION = 'v1';
 /**
  * An unambiguous text key for a conversation. Each part is percent-encoded, so no id can
  * contain the ':' separator, and an absent part is the empty string, which no valid id is.
- * Joining raw ids with ':' made "a:b"+"c" and "a"+"b:c" collide elsewhere (lesson 6).
+ * Joining raw ids with ':' makes "a:b"+"c" and "a"+"b:c" collide (pitfall: Colliding
+ * session keys).
  */
 export function sessionKey(parts: SessionKeyParts): string {
   return [VERSION, parts.platform, parts.chatType, parts.chatId, parts.threadId ?? '', parts.userId ?? '']
@@ -66,11 +68,11 @@ export function deriveSessionId(parts: SessionKeyParts, epoch = 0): string {
 /**
  * Session ids hashed recently. Every message of a chat needs its id (three times on the
  * gateway's path, moments apart); a lookup costs a fraction of a SHA-256. Bounded: the
- * oldest are hashed again. Small, since it holds whole keys, which run to kilobytes for long
- * ids: enough for the messages in flight, not a second record of every chat.
+ * least recently used are hashed again. Small, since it holds whole keys, which run to
+ * kilobytes for long ids: enough for the messages in flight, not a second record of every chat.
  */
-const recentIds = new Map<string, string>();
-const RECENT_IDS = 1_000;
+export const RECENT_SESSION_IDS = 1_000;
+const recentIds = new LRUCache<string, string>({ max: RECENT_SESSION_IDS });
 
 /** deriveSessionId for a caller that already holds the session key. */
 export function sessionIdOfKey(key: string, epoch = 0): string {
@@ -78,7 +80,6 @@ export function sessionIdOfKey(key: string, epoch = 0): string {
   let id = recentIds.get(input);
   if (id === undefined) {
     id = 'tl_' + createHash('sha256').update(input).digest('base64url').slice(0, 22);
-    if (recentIds.size >= RECENT_IDS) recentIds.delete(recentIds.keys().next().value!);
     recentIds.set(input, id);
   }
   return id;

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { formatDestination, parseDestination, type Delivery, type DeliveryRecord, type Destination } from '../deliveries/delivery.js';
 import { messageOf } from '../errors.js';
 import { sessionIdOfKey, type RoutingSnapshot } from '../session/index.js';
@@ -6,7 +7,7 @@ import { SqliteThread } from './sqlite-thread.js';
 import type { Conversations, HomeChannels, MessageLog, OutboxStore, Store } from './store.js';
 
 /** Conversation epochs kept in memory; a miss costs one read. */
-const EPOCH_CACHE_SIZE = 100_000;
+export const EPOCH_CACHE_SIZE = 100_000;
 const DAY_MS = 24 * 3600_000;
 /** Done deliveries are kept a day, so a turn replayed that late still finds its replies sent. */
 export const DONE_RETENTION_MS = DAY_MS;
@@ -158,17 +159,15 @@ function conversations(thread: SqliteThread): Conversations {
   // Every message asks for its conversation's epoch, and this process is the store's only
   // writer, so known epochs are answered from memory without waiting for a commit. A read
   // under way is shared too: a later message of a cold conversation must not overtake an
-  // earlier one still waiting for the same read. Bounded: the oldest entries are forgotten
-  // and read again when needed; a failed read is forgotten at once.
+  // earlier one still waiting for the same read. Bounded: the least recently used entries
+  // are forgotten and read again when needed; a failed read is forgotten at once.
   // Keyed by the key's hash (its epoch-0 session id): a key can be a kilobyte of
-  // percent-encoded ids, and this map holds one entry for each recent conversation.
-  const known = new Map<string, Promise<number>>();
+  // percent-encoded ids, and this cache holds one entry for each recent conversation.
+  const known = new LRUCache<string, Promise<number>>({ max: EPOCH_CACHE_SIZE });
   const remember = (id: string, epoch: Promise<number>): Promise<number> => {
-    known.delete(id);
     known.set(id, epoch);
-    if (known.size > EPOCH_CACHE_SIZE) known.delete(known.keys().next().value!);
     epoch.catch(() => {
-      if (known.get(id) === epoch) known.delete(id);
+      if (known.peek(id) === epoch) known.delete(id);
     });
     return epoch;
   };

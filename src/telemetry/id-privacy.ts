@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { pseudonymize, type checkAttributeOptions } from './session-attributes.js';
 
 type CheckedOptions = ReturnType<typeof checkAttributeOptions>;
@@ -20,13 +21,10 @@ export function idPrivacy(options: CheckedOptions): IdPrivacy {
 }
 
 function cachedPseudonyms(key: string): (value: string) => string {
-  const cache = new Map<string, string>();
+  const cache = new LRUCache<string, string>({ max: CACHE_SIZE });
   return (value) => {
     let pseudonym = cache.get(value);
-    if (pseudonym === undefined) {
-      if (cache.size >= CACHE_SIZE) cache.clear();
-      cache.set(value, (pseudonym = pseudonymize(value, key)));
-    }
+    if (pseudonym === undefined) cache.set(value, (pseudonym = pseudonymize(value, key)));
     return pseudonym;
   };
 }

@@ -13,10 +13,10 @@ function harness(concurrency: number, capacity: number) {
   const aborted: string[] = [];
   const releases = new Map<string, () => void>();
   const scheduler = new SessionScheduler<Job>(
-    (job, abort) =>
+    (job, signal) =>
       new Promise<void>((resolve) => {
         started.push(job.name);
-        abort.signal.addEventListener('abort', () => {
+        signal.addEventListener('abort', () => {
           aborted.push(job.name);
           resolve();
         });
@@ -87,13 +87,13 @@ describe('SessionScheduler', () => {
     expect(seen).toEqual([undefined, undefined]);
   });
 
-  it('tells a job that never read its signal that it was aborted, by /stop or by close()', async () => {
-    const seen: boolean[] = [];
+  it('tells a job that it was aborted, by /stop or by close(), with the reason', async () => {
+    const seen: unknown[] = [];
     let finish!: () => void;
     const scheduler = new SessionScheduler<Job>(
-      async (_job, abort) => {
+      async (_job, signal) => {
         await new Promise<void>((resolve) => (finish = resolve));
-        seen.push(abort.aborted);
+        seen.push(signal.aborted && (signal.reason as Error).message);
       },
       { concurrency: 1, capacity: 10 },
     );
@@ -105,6 +105,6 @@ describe('SessionScheduler', () => {
     const closed = scheduler.close('the gateway is stopping');
     finish();
     await closed;
-    expect(seen).toEqual([true, true]);
+    expect(seen).toEqual(['stopped by /stop', 'the gateway is stopping']);
   });
 });

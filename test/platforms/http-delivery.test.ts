@@ -1,6 +1,9 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { getEventListeners } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { context } from '@opentelemetry/api';
+import { isTracingSuppressed } from '@opentelemetry/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DeliveryError } from '../../src/errors.js';
 import { HttpPoster } from '../../src/platforms/http-delivery.js';
@@ -130,5 +133,27 @@ describe('HttpPoster', () => {
     expect([unavailable!.retryable, limited!.retryable, missing!.retryable]).toEqual([true, true, false]);
     expect(limited!.retryAfterMs).toBe(7000);
     expect(missing!.message).toContain('404: nope');
+  });
+
+  it('reads a 2xx body to its end, so posts one after another share one keep-alive connection', async () => {
+    let connections = 0;
+    const url = await serve((_request, response) => response.end('{"ok":true}'));
+    server!.on('connection', () => connections++);
+    const poster = new HttpPoster();
+    for (let i = 0; i < 3; i++) await poster.post(url, '{}', options);
+    expect(connections).toBe(1);
+  });
+
+  it('creates its request where tracing is suppressed, so the undici instrumentation makes no second span', async () => {
+    const suppressed: boolean[] = [];
+    const onCreate = () => suppressed.push(isTracingSuppressed(context.active()));
+    subscribe('undici:request:create', onCreate);
+    try {
+      const url = await serve((_request, response) => response.end('{}'));
+      await new HttpPoster().post(url, '{}', options);
+    } finally {
+      unsubscribe('undici:request:create', onCreate);
+    }
+    expect(suppressed).toEqual([true]);
   });
 });

@@ -1,7 +1,8 @@
-import { createHash } from 'node:crypto';
+import { Hash, createHash } from 'node:crypto';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { deriveSessionId, parseSessionKey, sessionKey, type SessionKeyParts } from '../../src/session/index.js';
+import { RECENT_SESSION_IDS } from '../../src/session/session-key.js';
 import { anyIdArb, collidingIdArb, idArb, keyPartsArb, platformArb, chatTypeArb } from '../helpers/arbitraries.js';
 import { expectThreadlineError, throwsOnlyThreadlineError } from '../helpers/errors.js';
 
@@ -17,7 +18,7 @@ describe('sessionKey', () => {
     );
   });
 
-  it('does not collide for ids containing the separator (lesson 6)', () => {
+  it('does not collide for ids containing the separator', () => {
     const base = { platform: 'telegram', chatType: 'group' } as const;
     const keys = [
       sessionKey({ ...base, chatId: 'a:b', threadId: 'c' }),
@@ -150,5 +151,25 @@ describe('sessionIdOfKey', () => {
         expect(sessionIdOfKey(key, epoch), `pass ${pass}, key ${i}`).toBe(hashed(epoch === 0 ? key : `${key}#${epoch}`));
       }
     }
+  });
+
+  it('hashes a key again only once it is the least recently used past the memo bound', async () => {
+    const { sessionIdOfKey } = await import('../../src/session/index.js');
+    const key = (i: number) => sessionKey({ platform: 'webhook', chatType: 'dm', chatId: `memo${i}` });
+    // Every hash ends in digest(), whichever module made it.
+    const digests = vi.spyOn(Hash.prototype, 'digest');
+    const hashesOf = (work: () => void) => {
+      const before = digests.mock.calls.length;
+      work();
+      return digests.mock.calls.length - before;
+    };
+    expect(hashesOf(() => sessionIdOfKey(key(0)))).toBe(1);
+    expect(hashesOf(() => sessionIdOfKey(key(0)))).toBe(0);
+    expect(hashesOf(() => Array.from({ length: RECENT_SESSION_IDS - 1 }, (_, i) => sessionIdOfKey(key(i + 1))))).toBe(RECENT_SESSION_IDS - 1);
+    sessionIdOfKey(key(0)); // used again: key 1 is now the least recently used
+    expect(hashesOf(() => sessionIdOfKey(key(RECENT_SESSION_IDS)))).toBe(1);
+    expect(hashesOf(() => sessionIdOfKey(key(0)))).toBe(0);
+    expect(hashesOf(() => sessionIdOfKey(key(1)))).toBe(1);
+    digests.mockRestore();
   });
 });

@@ -5,7 +5,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ThreadlineError } from '../../src/errors.js';
 import { PRUNE_BATCH } from '../../src/store/sqlite-operations.js';
 import { formatDestination } from '../../src/deliveries/delivery.js';
-import { SqliteStore } from '../../src/store/sqlite-store.js';
+import { EPOCH_CACHE_SIZE, SqliteStore } from '../../src/store/sqlite-store.js';
+import { SqliteThread } from '../../src/store/sqlite-thread.js';
 import type { NewDelivery, Store, StoredMessage } from '../../src/store/store.js';
 import { webhookOrigin } from '../helpers/gateway.js';
 import { useTempDir } from '../helpers/temp-dir.js';
@@ -14,7 +15,10 @@ const tempDir = useTempDir('sqlite-store');
 const RETENTION_MS = 60_000;
 const RETENTION = { doneMs: RETENTION_MS, failedMs: RETENTION_MS * 10 };
 const T0 = Date.UTC(2026, 10, 30, 12);
-afterEach(() => vi.useRealTimers());
+afterEach(() => {
+  vi.useRealTimers();
+  vi.restoreAllMocks();
+});
 
 function delivery(id: string, createdAt: number, chatId = id): NewDelivery {
   return {
@@ -241,6 +245,40 @@ describe('SqliteStore failures and round trips', () => {
     await store.close();
   });
 
+  it('forgets a failed epoch read at once, so the next message of the conversation reads again', async () => {
+    const store = await SqliteStore.open(':memory:');
+    vi.spyOn(SqliteThread.prototype, 'call').mockRejectedValueOnce(new Error('disk I/O error'));
+    await expect(store.conversations.epoch('k')).rejects.toThrow('disk I/O error');
+    expect(await store.conversations.epoch('k')).toBe(0);
+    await store.close();
+  });
+
+  it('reads an epoch again only once its conversation is the least recently used past the cache bound', async () => {
+    const store = await SqliteStore.open(':memory:');
+    // Epoch reads are answered here, not by SQLite: only whether they are asked for counts.
+    let reads = 0;
+    const calls = vi.spyOn(SqliteThread.prototype, 'call').mockImplementation((...[name]: unknown[]) => {
+      if (name !== 'epoch') throw new Error(`unexpected ${name}`);
+      reads++;
+      return Promise.resolve(0) as never;
+    });
+    const readsOf = async (work: () => Promise<unknown>) => {
+      const before = reads;
+      await work();
+      return reads - before;
+    };
+    const epoch = (i: number) => store.conversations.epoch(`k${i}`);
+    expect(await readsOf(() => epoch(0))).toBe(1);
+    expect(await readsOf(() => epoch(0))).toBe(0);
+    expect(await readsOf(() => Promise.all(Array.from({ length: EPOCH_CACHE_SIZE - 1 }, (_, i) => epoch(i + 1))))).toBe(EPOCH_CACHE_SIZE - 1);
+    await epoch(0); // used again: k1 is now the least recently used
+    expect(await readsOf(() => epoch(EPOCH_CACHE_SIZE))).toBe(1);
+    expect(await readsOf(() => epoch(0))).toBe(0);
+    expect(await readsOf(() => epoch(1))).toBe(1);
+    calls.mockRestore();
+    await store.close();
+  });
+
   it('moves a store of an earlier version over: destinations respelled, open deliveries kept in order, due at once when they were being sent', async () => {
     const path = join(tempDir(), 'old.db');
     const old = new Database(path);
@@ -260,7 +298,7 @@ describe('SqliteStore failures and round trips', () => {
     old.close();
     const store = await SqliteStore.open(path);
     expect(await store.homes.get('webhook')).toEqual({ platform: 'webhook', chatId: 'home' });
-    expect(await store.outbox.pressure(2)).toEqual({ open: 3, fullDestinations: 1 });
+    expect(await store.outbox.pressure(2)).toMatchObject({ open: 3, fullDestinations: 1 });
     const first = await store.outbox.claim(T0, 5, T0 + 1_000);
     expect(first.deliveries.map((row) => [row.id, formatDestination(row.destination)])).toEqual([['d-sending', 'webhook:c%3A1']]);
     expect(first.nextAt).toBe(T0 + 1_000);

@@ -1,5 +1,6 @@
 import { WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, WebClient } from '@slack/web-api';
 import type { FastifyInstance } from 'fastify';
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
 import { inboundContext, type ChatType, type InboundOptions, type KeepBaggage } from '../../session/index.js';
@@ -24,6 +25,8 @@ export const SLACK_EVENTS_PATH = '/v1/slack/events';
 /** Slack retries an event for up to about an hour (three retries, the last after 5 minutes, and replays within the signature's window). */
 const SLACK_IDEMPOTENCY_MS = 3_600_000;
 const MAX_BODY_BYTES = 64 * 1024;
+/** Channels whose chat type is remembered for app_mention events; a forgotten one's comes from its id's prefix. */
+const CHANNEL_TYPES_REMEMBERED = 10_000;
 
 /**
  * Slack: Events API in (signature verified over the raw body), chat.postMessage out through
@@ -38,7 +41,7 @@ export class SlackPlatform implements Platform {
   /** Slack's redeliveries and the message/app_mention pair of one message are accepted one at a time. */
   private readonly once = new AcceptOnce();
   /** Chat types that message events showed per channel, for app_mention events, which lack them. */
-  private readonly channelTypes = new Map<string, ChatType>();
+  private readonly channelTypes = new LRUCache<string, ChatType>({ max: CHANNEL_TYPES_REMEMBERED });
   /** How each event's context is built. */
   private readonly inbound: InboundOptions;
 
@@ -50,7 +53,8 @@ export class SlackPlatform implements Platform {
       rejectRateLimitedCalls: true,
       timeout: 10_000,
       // The client queues calls beyond its concurrency limit and starts them from whichever
-      // call finished: another chat's context (lesson 11). The gateway bounds sends itself.
+      // call finished: another chat's context (pitfall: Callbacks in their creator's
+      // context). The gateway bounds sends itself.
       maxRequestConcurrency: Number.POSITIVE_INFINITY,
     });
   }
@@ -80,7 +84,7 @@ export class SlackPlatform implements Platform {
             ? slackInbound(body['event'], this.options.threadTopLevel, (channel) => this.channelTypes.get(channel))
             : undefined;
         if (message === undefined) return reply.code(200).send({ ok: true, ignored: true });
-        this.rememberType(message.session.chatId, message.session.chatType);
+        this.channelTypes.set(message.session.chatId, message.session.chatType);
         // Channel and ts name the message: its event_id's redeliveries and its app_mention twin share them.
         const key = `slack:${encodeURIComponent(message.session.chatId)}:${encodeURIComponent(message.session.messageId!)}`;
         const accepted = await this.once.accept(key, () =>
@@ -108,12 +112,6 @@ export class SlackPlatform implements Platform {
     } catch (error) {
       throw deliveryError(error);
     }
-  }
-
-  private rememberType(channel: string, type: ChatType): void {
-    this.channelTypes.delete(channel);
-    this.channelTypes.set(channel, type);
-    if (this.channelTypes.size > 10_000) this.channelTypes.delete(this.channelTypes.keys().next().value!);
   }
 
   describe(baseUrl: string): string {
