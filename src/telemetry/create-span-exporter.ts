@@ -1,9 +1,10 @@
+import { OTLPTraceExporter as OtlpGrpcExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { ConsoleSpanExporter, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { FileSpanExporter } from './file-span-exporter.js';
-import { OtlpProtobufSpanExporter } from './otlp-protobuf-span-exporter.js';
 import { safeUrl } from './redact-secrets.js';
-import type { TelemetryConfig } from './telemetry-config.js';
+import type { OtlpProtocol, TelemetryConfig } from './telemetry-config.js';
 
 /** The exporter the configuration names; undefined for `none`. OTLP ones read OTEL_EXPORTER_OTLP_* themselves. */
 export function createSpanExporter(config: TelemetryConfig): SpanExporter | undefined {
@@ -13,21 +14,41 @@ export function createSpanExporter(config: TelemetryConfig): SpanExporter | unde
     case 'console':
       return new ConsoleSpanExporter();
     case 'otlp':
-      return config.otlpProtocol === 'http/json' ? new OtlpJsonExporter() : new OtlpProtobufSpanExporter();
+      return otlpExporter(config.otlpProtocol);
     case 'none':
       return undefined;
   }
 }
 
+function otlpExporter(protocol: OtlpProtocol): SpanExporter {
+  switch (protocol) {
+    case 'http/protobuf':
+      return new OtlpProtobufExporter();
+    case 'http/json':
+      return new OtlpJsonExporter();
+    case 'grpc':
+      return new OtlpGrpcExporter();
+  }
+}
+
 /** Where spans go, for the start-up banner. */
-export function describeExporter(config: TelemetryConfig): string {
+export function describeExporter(config: TelemetryConfig, env: NodeJS.ProcessEnv = process.env): string {
   switch (config.exporter) {
     case 'file':
       return `file ${config.traceFile}`;
     case 'otlp':
       // Origin and path only: an endpoint may carry user:password@ or a key in its query.
-      return `otlp ${config.otlpProtocol} ${safeUrl(process.env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || process.env['OTEL_EXPORTER_OTLP_ENDPOINT'] || 'http://localhost:4318')}`;
+      return `otlp ${config.otlpProtocol} ${safeUrl(otlpEndpoint(config.otlpProtocol, env))}`;
     default:
       return config.exporter;
   }
+}
+
+/** The endpoint the OTLP exporter resolves, as the exporters resolve it: gRPC takes a host, HTTP a signal path. */
+function otlpEndpoint(protocol: OtlpProtocol, env: NodeJS.ProcessEnv): string {
+  const traces = env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']?.trim();
+  if (traces) return traces;
+  const general = env['OTEL_EXPORTER_OTLP_ENDPOINT']?.trim();
+  if (protocol === 'grpc') return general || 'http://localhost:4317';
+  return general ? `${general.replace(/\/+$/, '')}/v1/traces` : 'http://localhost:4318/v1/traces';
 }

@@ -5,7 +5,8 @@ export { FileSpanExporter, type TraceFileLimits } from './file-span-exporter.js'
 export { RedactSpanProcessor } from './redact-span-processor.js';
 export { redactText, safePath, safeUrl } from './redact-secrets.js';
 export { createSpanExporter, describeExporter } from './create-span-exporter.js';
-export { createPropagator, installContext } from './install-context.js';
-export { readTelemetryConfig, type TelemetryConfig, type TraceExporterKind } from './telemetry-config.js';
+export { createPropagator, type PropagatorSettings } from './create-propagator.js';
+export { installContext } from './install-context.js';
+export { readTelemetryConfig, type OtlpProtocol, type PropagatorName, type TelemetryConfig, type TraceExporterKind } from './telemetry-config.js';
 export { startTelemetry, type Telemetry } from './start-telemetry.js';
 export { createLogger, type LoggerOptions } from './logger.js';

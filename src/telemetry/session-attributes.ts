@@ -4,10 +4,10 @@ import { ConfigError } from '../errors.js';
 import { names, type Session } from '../session/index.js';
 
 /**
- * How chat identity appears on spans. `plain`: as is (default). `hmac`: keyed pseudonyms,
- * stable for a key, so one chat stays searchable without its id being readable. `off`:
- * only platform and chat type. Silence is a choice, not the default: without ids nobody
- * can find a misrouted conversation (lesson 10).
+ * How chat and user identity appear on spans. `plain`: as is (default). `hmac`: keyed
+ * pseudonyms, stable for a key, so one chat or user stays searchable without its id being
+ * readable. `off`: only platform and chat type. Silence is a choice, not the default:
+ * without ids nobody can find a misrouted conversation.
  */
 export type PrivacyMode = 'plain' | 'hmac' | 'off';
 
@@ -55,6 +55,8 @@ export function sessionAttributePairs(session: Session, options: ReturnType<type
   const id = key === undefined || options.privacy !== 'hmac' ? (v: string) => v : (v: string) => pseudonymize(v, key);
   pairs.push(names.CHAT_ID, id(session.chatId));
   if (session.threadId !== undefined) pairs.push(names.CHAT_THREAD_ID, id(session.threadId));
+  // user.id is what trace tools' "users" views group by; the same mapping keeps it as private as chat.id.
+  if (session.userId !== undefined) pairs.push(names.USER_ID, id(session.userId));
   const sessionId = id(session.sessionId);
   pairs.push(names.SESSION_ID, sessionId, names.GEN_AI_CONVERSATION_ID, sessionId);
   if (options.includeChatName && session.chatName !== undefined) pairs.push(names.CHAT_NAME, session.chatName);

@@ -2,28 +2,35 @@ import { context } from '@opentelemetry/api';
 import { isTracingSuppressed } from '@opentelemetry/core';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
+import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { BatchSpanProcessor, type BufferConfig } from '@opentelemetry/sdk-trace-base';
+import { ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { createPropagator } from './create-propagator.js';
 import { createSpanExporter } from './create-span-exporter.js';
-import { createPropagator, installContext } from './install-context.js';
+import { installContext } from './install-context.js';
 import { RedactSpanProcessor } from './redact-span-processor.js';
 import { limitRejectSpans } from './reject-span-limit.js';
 import { SessionSpanProcessor } from './session-span-processor.js';
+import { startMetrics, type Metrics } from './start-metrics.js';
 import { ThreadlineContextManager } from './threadline-context-manager.js';
 import { readTelemetryConfig, type TelemetryConfig } from './telemetry-config.js';
+import { readInteger } from '../config/read-setting.js';
 
 export interface Telemetry {
   readonly config: TelemetryConfig;
-  /** Flushes pending spans and stops exporting; call once, on the way out. */
+  /** Resolves once metrics are served (with the Prometheus scrape URL, if that is the exporter); rejects when they cannot be. */
+  readonly metricsReady: Metrics['ready'];
+  /** Flushes pending spans and metrics and stops exporting; call once, on the way out. */
   shutdown(): Promise<void>;
 }
 
 /**
- * Boots OpenTelemetry for threadline: the AsyncLocalStorage context manager, W3C trace
- * context and baggage propagators with threadline's policies, http and undici
+ * Boots OpenTelemetry for threadline: the AsyncLocalStorage context manager, the
+ * OTEL_PROPAGATORS propagators with threadline's session baggage, http and undici
  * instrumentations, the SessionSpanProcessor and the RedactSpanProcessor ahead of a batch
- * exporter. With tracing off only the context manager and propagators are registered,
- * because routing needs them.
+ * exporter, and the metrics OTEL_METRICS_EXPORTER names. With tracing off only the context
+ * manager and propagators are registered, because routing needs them, and metrics.
  */
 export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()): Telemetry {
   const propagator = createPropagator(config);
@@ -31,13 +38,18 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
   // Built before anything is registered, so a bad privacy setting fails before start-up.
   const stamper = new SessionSpanProcessor(config.attributes);
   limitRejectSpans(config.rejectSpansPerSecond);
+  const service = { serviceName: config.serviceName, serviceVersion: config.serviceVersion };
   if (exporter === undefined) {
     installContext(propagator);
-    return { config, shutdown: () => Promise.resolve() };
+    const metrics = startMetrics(config.metrics, service);
+    return { config, metricsReady: metrics.ready, shutdown: () => metrics.shutdown() };
   }
   const contextManager = new ThreadlineContextManager();
   const sdk = new NodeSDK({
     serviceName: config.serviceName,
+    // Given a resource, the SDK leaves out its default one (telemetry.sdk.*): merged back here.
+    // OTEL_RESOURCE_ATTRIBUTES, detected at start, still overrides service.version.
+    resource: defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_VERSION]: config.serviceVersion })),
     contextManager,
     textMapPropagator: propagator,
     instrumentations: [
@@ -55,15 +67,24 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
       new UndiciInstrumentation({ ignoreRequestHook: () => isTracingSuppressed(context.active()) }),
     ],
     spanProcessors: [stamper, new RedactSpanProcessor(config.attributes), new BatchSpanProcessor(exporter, batchDefaults())],
-    // Traces only. Left unset, NodeSDK adds OTLP metric and log exporters aimed at
-    // localhost:4318 even when spans go to the file: they retry on every flush and hold
-    // shutdown for seconds where no collector listens.
+    // Traces only: metrics have their own provider (startMetrics). Left unset, NodeSDK adds
+    // OTLP metric and log exporters aimed at localhost:4318 even when spans go to the file:
+    // they retry on every flush and hold shutdown for seconds where no collector listens.
     metricReaders: [],
     logRecordProcessors: [],
   });
   sdk.start();
   contextManager.adoptIfRegistered();
-  return { config, shutdown: () => sdk.shutdown() };
+  // After the SDK, so the instrumentations built above keep no-op meters: threadline records
+  // its own metrics, and a histogram on every HTTP call would cost each message.
+  const metrics = startMetrics(config.metrics, service);
+  return {
+    config,
+    metricsReady: metrics.ready,
+    shutdown: async () => {
+      await Promise.all([sdk.shutdown(), metrics.shutdown()]);
+    },
+  };
 }
 
 /**
@@ -73,7 +94,7 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
  */
 function batchDefaults(env: NodeJS.ProcessEnv = process.env): BufferConfig {
   return {
-    ...(env['OTEL_BSP_MAX_EXPORT_BATCH_SIZE'] ? {} : { maxExportBatchSize: 2048 }),
-    ...(env['OTEL_BSP_MAX_QUEUE_SIZE'] ? {} : { maxQueueSize: 16_384 }),
+    maxExportBatchSize: readInteger(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE'),
+    maxQueueSize: readInteger(env, 'OTEL_BSP_MAX_QUEUE_SIZE'),
   };
 }

@@ -10,8 +10,9 @@ import { useTempDir } from '../helpers/temp-dir.js';
 /**
  * The gateway as `npm start` runs it (register, then cli/main), webhook platform, trace file
  * exporter, under THREADLINE_SPAN_PRIVACY=hmac and =off: the gateway.deliver spans (the
- * router's first attempt and the outbox's retry) carry no plain chat or thread id in
- * routing.destination.* or delivery.destination, and the trace file holds them nowhere.
+ * router's first attempt and the outbox's retry) carry no plain chat, thread or user id in
+ * chat.*, user.id, routing.destination.* or delivery.destination, and the trace file holds
+ * them nowhere.
  */
 const tempDir = useTempDir('span-privacy');
 const KEY = 'span-privacy-e2e-key-0123456789';
@@ -19,6 +20,7 @@ const TOKEN = 'span-privacy-e2e-token';
 /** A ':' and a space, so that delivery.destination percent-encodes them. */
 const CHAT = 'team:ops room-4711';
 const THREAD = 'topic:9123';
+const USER = 'user:ada-5813';
 
 type Privacy = 'hmac' | 'off';
 
@@ -46,7 +48,7 @@ async function runGateway(privacy: Privacy): Promise<Run> {
     const answer = await fetch(`${base}/v1/messages`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
-      body: JSON.stringify({ chat_id: CHAT, thread_id: THREAD, chat_type: 'group', text: 'hello' }),
+      body: JSON.stringify({ chat_id: CHAT, thread_id: THREAD, user_id: USER, chat_type: 'group', text: 'hello' }),
     });
     expect(answer.status, soFar()).toBe(202);
     await receiver.waitFor(1);
@@ -67,7 +69,7 @@ describe.each<Privacy>(['hmac', 'off'])('THREADLINE_SPAN_PRIVACY=%s, as npm star
     run = await runGateway(privacy);
   }, 60_000);
 
-  it('no gateway.deliver span (first attempt and retry) names the chat or thread in clear', () => {
+  it('no gateway.deliver span (first attempt and retry) names the chat, thread or user in clear', () => {
     expect(run.code, run.output).toBe(0);
     expect(run.delivers.map(attempt), run.output).toEqual([1, 2]);
     const p = (id: string) => pseudonymize(id, KEY);
@@ -77,6 +79,7 @@ describe.each<Privacy>(['hmac', 'off'])('THREADLINE_SPAN_PRIVACY=%s, as npm star
         expect(attributes).toMatchObject({
           'chat.id': p(CHAT),
           'chat.thread.id': p(THREAD),
+          'user.id': p(USER),
           'routing.destination.platform': 'webhook',
           'routing.destination.chat.id': p(CHAT),
           'routing.destination.chat.thread.id': p(THREAD),
@@ -84,15 +87,15 @@ describe.each<Privacy>(['hmac', 'off'])('THREADLINE_SPAN_PRIVACY=%s, as npm star
         });
       } else {
         expect(attributes).toMatchObject({ 'routing.destination.platform': 'webhook', 'delivery.destination': 'webhook' });
-        for (const key of ['chat.id', 'chat.thread.id', 'routing.destination.chat.id', 'routing.destination.chat.thread.id']) {
+        for (const key of ['chat.id', 'chat.thread.id', 'user.id', 'routing.destination.chat.id', 'routing.destination.chat.thread.id']) {
           expect(attributes[key], key).toBeUndefined();
         }
       }
     }
   });
 
-  it('the trace file holds the chat and thread ids nowhere', () => {
-    for (const form of [CHAT, THREAD].flatMap(spellings)) {
+  it('the trace file holds the chat, thread and user ids nowhere', () => {
+    for (const form of [CHAT, THREAD, USER].flatMap(spellings)) {
       const at = run.trace.indexOf(form);
       expect(at < 0 ? '' : run.trace.slice(Math.max(0, at - 200), at + 100), `found ${form}`).toBe('');
     }

@@ -40,11 +40,12 @@ describe('log privacy follows span privacy', () => {
       [names.CHAT_ID]: span[names.CHAT_ID],
       [names.CHAT_THREAD_ID]: span[names.CHAT_THREAD_ID],
       [names.SESSION_ID]: span[names.SESSION_ID],
-      [names.USER_ID]: pseudonymize(session.userId!, KEY),
+      [names.USER_ID]: span[names.USER_ID],
       destination: `telegram:${String(span[names.CHAT_ID])}:${String(span[names.CHAT_THREAD_ID])}`,
       chat: span[names.CHAT_ID],
       routing: { 'routing.origin.platform': 'telegram', 'routing.origin.chat.id': span[names.CHAT_ID], 'routing.destination.chat.thread.id': '' },
     });
+    expect(span[names.USER_ID]).toBe(pseudonymize(session.userId!, KEY));
     const text = JSON.stringify(logged);
     for (const id of [session.chatId, session.sessionId, session.userId!]) expect(text).not.toContain(id);
   });

@@ -4,9 +4,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSession, names } from '../../src/session/index.js';
+import { VERSION } from '../../src/version.js';
 import { DOCUMENTED_DEFAULT_KEYS as DEFAULT_KEYS } from '../helpers/baggage.js';
 import { startLoopbackServer, type LoopbackServer, type ReceivedRequest } from '../helpers/loopback-server.js';
-import { otlpAttribute, readOtlpSpans, type OtlpSpan } from '../helpers/otlp-file.js';
+import { otlpAttribute, readOtlpLines, readOtlpSpans, type OtlpSpan } from '../helpers/otlp-file.js';
+import { OtlpGrpcReceiver } from '../helpers/otlp-grpc-receiver.js';
 import { parseBaggageHeader } from '../helpers/propagation.js';
 import { FULL_SESSION, routingRecord } from '../helpers/sessions.js';
 import { useTempDir } from '../helpers/temp-dir.js';
@@ -108,6 +110,16 @@ describe('node --import threadline/telemetry/register', () => {
         threadId: session.threadId,
       });
       expect(otlpAttribute(span, names.SESSION_ID)).toBe(session.sessionId);
+      expect(otlpAttribute(span, names.USER_ID)).toBe(session.userId);
+    }
+  });
+
+  it("names the service and package.json's version on the resource", () => {
+    const resources = readOtlpLines(join(run.dataDir, 'traces.jsonl')).flatMap((line) => line.resourceSpans.map((spans) => spans.resource));
+    expect(resources.length).toBeGreaterThan(0);
+    for (const resource of resources) {
+      const attribute = (key: string) => resource.attributes.find((entry) => entry.key === key)?.value.stringValue;
+      expect({ name: attribute('service.name'), version: attribute('service.version') }).toEqual({ name: 'threadline', version: VERSION });
     }
   });
 
@@ -115,6 +127,58 @@ describe('node --import threadline/telemetry/register', () => {
     const { headers } = fixtureRequests.at(-1)!;
     const client = clientSpanToServer()!;
     expect(headers['traceparent']).toBe(`00-${client.traceId}-${client.spanId}-01`);
+    expect(parseBaggageHeader(headers['baggage'] as string)).toEqual(routingRecord(session, DEFAULT_KEYS));
+  });
+});
+
+describe('register with OTEL_EXPORTER_OTLP_PROTOCOL=grpc', () => {
+  it('exports the stamped spans to an OTLP/gRPC collector, under the service and its version', async () => {
+    const collector = await OtlpGrpcReceiver.start();
+    try {
+      const run = await runFixture(server, {
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+        OTEL_METRICS_EXPORTER: 'none',
+      });
+      expect(run.stderr).toBe('');
+      expect(run.code).toBe(0);
+      expect(JSON.parse(run.stdout)).toMatchObject({ status: 200, exporter: 'otlp' });
+      const work = collector.spans.find((span) => span.name === 'fixture.work');
+      expect(work).toBeDefined();
+      expect(work!.attributes).toMatchObject({ [names.CHAT_ID]: session.chatId, [names.USER_ID]: session.userId! });
+      expect(work!.resource).toMatchObject({ 'service.name': 'threadline', 'service.version': VERSION });
+    } finally {
+      await collector.close();
+    }
+  });
+});
+
+describe('register honours OTEL_PROPAGATORS', () => {
+  /** The headers of the fixture's call to our server, and the client span that made it. */
+  async function outgoing(propagators: string): Promise<{ headers: ReceivedRequest['headers']; client: OtlpSpan }> {
+    const before = server.received.length;
+    const run = await runFixture(server, { OTEL_PROPAGATORS: propagators });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const requests = server.received.slice(before);
+    expect(requests).toHaveLength(1);
+    const client = readOtlpSpans(join(run.dataDir, 'traces.jsonl')).find(
+      (span) => span.kind === SPAN_KIND_CLIENT && otlpAttribute(span, 'url.full')?.startsWith(server.url) === true,
+    );
+    expect(client).toBeDefined();
+    return { headers: requests[0]!.headers, client: client! };
+  }
+
+  it('b3: the outgoing call carries a b3 header for its client span instead of traceparent, and the session baggage', async () => {
+    const { headers, client } = await outgoing('b3');
+    expect(headers['b3']).toBe(`${client.traceId}-${client.spanId}-1`);
+    expect(headers['traceparent']).toBeUndefined();
+    expect(parseBaggageHeader(headers['baggage'] as string)).toEqual(routingRecord(session, DEFAULT_KEYS));
+  });
+
+  it('none: the outgoing call carries only the session baggage', async () => {
+    const { headers } = await outgoing('none');
+    for (const header of ['traceparent', 'tracestate', 'b3', 'x-b3-traceid', 'uber-trace-id']) expect(headers[header], header).toBeUndefined();
     expect(parseBaggageHeader(headers['baggage'] as string)).toEqual(routingRecord(session, DEFAULT_KEYS));
   });
 });
@@ -132,7 +196,8 @@ describe('register with a bad configuration', () => {
   it.each([
     ['THREADLINE_SPAN_PRIVACY', { THREADLINE_SPAN_PRIVACY: 'bogus' }],
     ['THREADLINE_SPAN_HMAC_KEY', { THREADLINE_SPAN_PRIVACY: 'hmac', THREADLINE_SPAN_HMAC_KEY: 'too-short' }],
-    ['OTEL_EXPORTER_OTLP_PROTOCOL', { OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }],
+    ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/xml' }],
+    ['OTEL_PROPAGATORS', { OTEL_PROPAGATORS: 'tracecontext,xray' }],
   ])('exits 1 before the application runs, with one line naming %s and TL_CONFIG_INVALID', async (variable, env) => {
     const requestsBefore = server.received.length;
     const run = await runFixture(server, env);

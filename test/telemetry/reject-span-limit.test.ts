@@ -1,4 +1,5 @@
-import { metrics, type MeterProvider } from '@opentelemetry/api';
+import { metrics } from '@opentelemetry/api';
+import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RejectSpanLimit, limitRejectSpans, rejectSpanLimit } from '../../src/telemetry/reject-span-limit.js';
 import type { TestGateway } from '../../src/testing/index.js';
@@ -6,13 +7,29 @@ import { useTestGateways } from '../helpers/gateway.js';
 
 const start = useTestGateways();
 
-/** A meter provider that only sums counters, by name. */
-const counted = new Map<string, number>();
-const meterProvider = {
-  getMeter: () => ({ createCounter: (name: string) => ({ add: (value: number) => counted.set(name, (counted.get(name) ?? 0) + value) }) }),
-} as unknown as MeterProvider;
+/** Collects on demand: the test reads a counter's sum when it wants it. */
+class OnDemandReader extends MetricReader {
+  protected override onForceFlush(): Promise<void> {
+    return Promise.resolve();
+  }
+  protected override onShutdown(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+const reader = new OnDemandReader();
+const meterProvider = new MeterProvider({ readers: [reader] });
 metrics.setGlobalMeterProvider(meterProvider);
-afterAll(() => metrics.disable());
+afterAll(async () => {
+  metrics.disable();
+  await meterProvider.shutdown();
+});
+
+/** A counter's sum so far, over all its attribute sets; 0 before its first add. */
+async function counterSum(name: string): Promise<number> {
+  const { resourceMetrics } = await reader.collect();
+  const metric = resourceMetrics.scopeMetrics.flatMap((scope) => scope.metrics).find((m) => m.descriptor.name === name);
+  return (metric?.dataPoints ?? []).reduce((sum, point) => sum + (point.value as number), 0);
+}
 
 /** `count` POSTs without the token, all at once; the number of gateway.reject spans they made. */
 async function unauthorizedBurst(g: TestGateway, count: number): Promise<number> {
@@ -36,11 +53,11 @@ describe('gateway.reject spans are rate-limited', () => {
   it('counts the ones it drops, as a number and as the threadline.reject_spans.dropped counter', async () => {
     const g = await start({ env: { THREADLINE_WEBHOOK_TOKEN: 'right-token' } });
     const limit = limitRejectSpans(5, () => 0); // a clock that never moves: no refill
-    counted.clear();
+    const before = await counterSum('threadline.reject_spans.dropped');
     expect(await unauthorizedBurst(g, 12)).toBe(5);
     expect(limit.dropped).toBe(7);
     expect(rejectSpanLimit()).toBe(limit);
-    expect(counted.get('threadline.reject_spans.dropped')).toBe(7);
+    expect((await counterSum('threadline.reject_spans.dropped')) - before).toBe(7);
   });
 });
 

@@ -28,6 +28,7 @@ describe('SessionSpanProcessor, plain (default)', () => {
       [names.CHAT_TYPE]: session.chatType,
       [names.CHAT_ID]: session.chatId,
       [names.CHAT_THREAD_ID]: session.threadId,
+      [names.USER_ID]: session.userId,
       [names.SESSION_ID]: session.sessionId,
       [names.GEN_AI_CONVERSATION_ID]: session.sessionId,
     });
@@ -36,6 +37,12 @@ describe('SessionSpanProcessor, plain (default)', () => {
   it('leaves chat.thread.id out when there is no thread', () => {
     const attributes = stamped({}, sessionInput({ threadId: undefined }));
     expect(attributes).not.toHaveProperty(names.CHAT_THREAD_ID);
+    expect(attributes[names.CHAT_ID]).toBe(session.chatId);
+  });
+
+  it('leaves user.id out when the session has no user', () => {
+    const attributes = stamped({}, sessionInput({ userId: undefined }));
+    expect(attributes).not.toHaveProperty(names.USER_ID);
     expect(attributes[names.CHAT_ID]).toBe(session.chatId);
   });
 
@@ -58,7 +65,7 @@ describe('SessionSpanProcessor, plain (default)', () => {
   });
 });
 
-describe('SessionSpanProcessor reads the parentContext, not the active context (lesson 17)', () => {
+describe('SessionSpanProcessor reads the parentContext, not the active context', () => {
   const tracing = createTestTracing([new SessionSpanProcessor()]);
   providers.push(tracing);
   const explicit = contextWithSession(ROOT_CONTEXT, sessionInput({ chatId: 'explicit', threadId: 'explicit-thread' }));
@@ -99,12 +106,13 @@ describe('SessionSpanProcessor reads the parentContext, not the active context (
 describe('SessionSpanProcessor, hmac', () => {
   const attributes = stamped({ privacy: 'hmac', hmacKey: KEY });
 
-  it('stamps keyed pseudonyms for chat, thread and session ids', () => {
+  it('stamps keyed pseudonyms for chat, thread, user and session ids', () => {
     expect(attributes).toEqual({
       [names.CHAT_PLATFORM]: session.platform,
       [names.CHAT_TYPE]: session.chatType,
       [names.CHAT_ID]: pseudonymize(session.chatId, KEY),
       [names.CHAT_THREAD_ID]: pseudonymize(session.threadId!, KEY),
+      [names.USER_ID]: pseudonymize(session.userId!, KEY),
       [names.SESSION_ID]: pseudonymize(session.sessionId, KEY),
       [names.GEN_AI_CONVERSATION_ID]: pseudonymize(session.sessionId, KEY),
     });
@@ -124,7 +132,7 @@ describe('SessionSpanProcessor, hmac', () => {
 
   it('differs with another key', () => {
     const other = stamped({ privacy: 'hmac', hmacKey: OTHER_KEY });
-    for (const name of [names.CHAT_ID, names.CHAT_THREAD_ID, names.SESSION_ID]) expect(other[name]).not.toBe(attributes[name]);
+    for (const name of [names.CHAT_ID, names.CHAT_THREAD_ID, names.USER_ID, names.SESSION_ID]) expect(other[name]).not.toBe(attributes[name]);
   });
 
   it('differs between chats', () => {
@@ -133,7 +141,7 @@ describe('SessionSpanProcessor, hmac', () => {
 });
 
 describe('SessionSpanProcessor, off', () => {
-  it('stamps only chat.platform and chat.type', () => {
+  it('stamps only chat.platform and chat.type: no chat, thread, user or session id', () => {
     expect(stamped({ privacy: 'off' })).toEqual({ [names.CHAT_PLATFORM]: session.platform, [names.CHAT_TYPE]: session.chatType });
   });
 });

@@ -10,8 +10,8 @@ import { createTestTracing, type TestTracing } from '../helpers/tracing.js';
 
 /**
  * The ids the delivery code sets by hand (routing.destination.*, delivery.destination, the
- * routing.mismatch event) follow THREADLINE_SPAN_PRIVACY like the stamped chat.id does. The
- * spans are built with the delivery code's own attribute functions, as gateway.deliver is.
+ * routing.mismatch event) follow THREADLINE_SPAN_PRIVACY like the stamped chat.id and user.id
+ * do. The spans are built with the delivery code's own attribute functions, as gateway.deliver is.
  */
 const KEY = 'span-id-privacy-key-0123456789';
 const HMAC = { privacy: 'hmac', hmacKey: KEY } as const;
@@ -19,10 +19,11 @@ const OFF = { privacy: 'off' } as const;
 const p = (id: string) => pseudonymize(id, KEY);
 
 /** Ids with ':', '%' and a space, so that delivery.destination percent-encodes them. */
-const origin = session({ platform: 'webhook', chatType: 'group', chatId: 'team:ops 42%', threadId: 'topic:7', userId: 'u-1' }, 's-origin');
+const USER = 'user:ada 7';
+const origin = session({ platform: 'webhook', chatType: 'group', chatId: 'team:ops 42%', threadId: 'topic:7', userId: USER }, 's-origin');
 const other = session({ platform: 'webhook', chatType: 'dm', chatId: 'other:chat 9' }, 's-other');
 /** Every id above, as it would read in clear (raw and percent-encoded). */
-const PLAIN_IDS = ['team:ops 42%', 'topic:7', 'other:chat 9'].flatMap((id) => [id, encodeURIComponent(id)]);
+const PLAIN_IDS = ['team:ops 42%', 'topic:7', 'other:chat 9', USER].flatMap((id) => [id, encodeURIComponent(id)]);
 
 function session(input: Parameters<typeof createSession>[0], sessionId: string): Session {
   return withSessionId(createSession(input), sessionId);
@@ -69,6 +70,8 @@ describe('hmac privacy: ids set by the delivery code carry the pseudonyms chat.i
   it('gateway.deliver: routing.destination.chat.id and .thread.id equal chat.id and chat.thread.id; delivery.destination is platform:pseudonym:pseudonym', () => {
     const span = deliver(tracing, origin, origin);
     expect(span.attributes['chat.id']).toBe(p(origin.chatId));
+    // user.id is the user's pseudonym under the same key: one search finds a user's spans.
+    expect(span.attributes['user.id']).toBe(p(USER));
     expect(span.attributes).toMatchObject({
       'routing.destination.platform': 'webhook',
       'routing.destination.chat.id': span.attributes['chat.id'],
@@ -80,6 +83,7 @@ describe('hmac privacy: ids set by the delivery code carry the pseudonyms chat.i
     // plain privacy (the default) keeps them as the delivery code set them.
     const plain = deliver(tracingFor(), origin, origin);
     expect(plain.attributes).toMatchObject({
+      'user.id': USER,
       'routing.destination.chat.id': origin.chatId,
       'delivery.destination': formatDestination(destinationOf(origin)),
     });
@@ -110,17 +114,18 @@ describe('hmac privacy: ids set by the delivery code carry the pseudonyms chat.i
 describe('off privacy: no ids at all', () => {
   const tracing = tracingFor(OFF);
 
-  it('gateway.deliver keeps platforms only: no routing.*.chat ids, delivery.destination is the platform', () => {
+  it('gateway.deliver keeps platforms only: no chat or user id, no routing.*.chat ids, delivery.destination is the platform', () => {
     const span = deliver(tracing, origin, origin);
-    expect(span.attributes).toEqual({
+    expect(span.attributes).toMatchObject({
       'chat.platform': 'webhook',
       'chat.type': 'group',
       'delivery.id': 'd-1',
-      'delivery.kind': 'reply',
-      'delivery.attempt': 1,
       'delivery.destination': 'webhook',
       'routing.destination.platform': 'webhook',
     });
+    // delivery.id is threadline's own; every other *.id would name a chat, thread, user or session.
+    expect(Object.keys(span.attributes).filter((key) => key.endsWith('.id') && key !== 'delivery.id')).toEqual([]);
+    for (const id of PLAIN_IDS) expect(written(span)).not.toContain(id);
   });
 
   it('the routing.mismatch event keeps its platforms and loses its ids', () => {

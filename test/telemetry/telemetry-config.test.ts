@@ -83,10 +83,15 @@ describe('readTelemetryConfig: OTLP protocol', () => {
     expect(readTelemetryConfig(env).otlpProtocol).toBe(protocol);
   });
 
-  it.each(['OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'])('refuses grpc in %s with a hint', (variable) => {
-    const error = expectRefused({ [variable]: 'grpc' }, variable);
-    expect(error.message).toMatch(/gRPC is not bundled/);
-    expect(error.message).toContain('http/protobuf');
+  it.each(['OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'])('takes grpc in %s', (variable) => {
+    expect(readTelemetryConfig({ [variable]: 'grpc' }).otlpProtocol).toBe('grpc');
+  });
+
+  it('gives metrics their own protocol, else the general one', () => {
+    expect(readTelemetryConfig({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }).metrics.otlpProtocol).toBe('grpc');
+    expect(
+      readTelemetryConfig({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: 'http/json' }).metrics.otlpProtocol,
+    ).toBe('http/json');
   });
 });
 
@@ -100,6 +105,13 @@ describe('readTelemetryConfig refuses bad values, naming the variable', () => {
     ['THREADLINE_SPAN_CHAT_NAME', 'on'],
     ['THREADLINE_LOG_LEVEL', 'verbose'],
     ['THREADLINE_LOG_NAMES', '2'],
+    ['OTEL_METRICS_EXPORTER', 'statsd'],
+    ['OTEL_EXPORTER_OTLP_METRICS_PROTOCOL', 'udp'],
+    ['OTEL_EXPORTER_PROMETHEUS_PORT', '70000'],
+    ['OTEL_METRIC_EXPORT_INTERVAL', '10'],
+    ['OTEL_BSP_MAX_QUEUE_SIZE', 'many'],
+    ['OTEL_BSP_MAX_EXPORT_BATCH_SIZE', '0'],
+    ['OTEL_PROPAGATORS', 'xray'],
   ])('%s=%s', (variable, value) => {
     expect(expectRefused({ [variable]: value }, variable).message).toContain(value);
   });
@@ -176,5 +188,61 @@ describe('readTelemetryConfig: THREADLINE_INBOUND_BAGGAGE', () => {
   ])('%j gives %j', (value, expected) => {
     const env = value === undefined ? {} : { THREADLINE_INBOUND_BAGGAGE: value };
     expect(readTelemetryConfig(env).inboundBaggage).toEqual(expected);
+  });
+});
+
+describe('readTelemetryConfig: metrics', () => {
+  it('sends metrics nowhere by default, over OTLP once an endpoint is set', () => {
+    expect(readTelemetryConfig({}).metrics).toEqual({
+      exporter: 'none',
+      otlpProtocol: 'http/protobuf',
+      prometheusHost: '127.0.0.1',
+      prometheusPort: 9464,
+      exportIntervalMs: 60_000,
+    });
+    expect(readTelemetryConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' }).metrics.exporter).toBe('otlp');
+    expect(readTelemetryConfig({ OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'http://127.0.0.1:4318/v1/metrics' }).metrics.exporter).toBe('otlp');
+  });
+
+  it('reads the Prometheus endpoint and the export interval', () => {
+    const metrics = readTelemetryConfig({
+      OTEL_METRICS_EXPORTER: 'Prometheus',
+      OTEL_EXPORTER_PROMETHEUS_HOST: '::1',
+      OTEL_EXPORTER_PROMETHEUS_PORT: '9000',
+      OTEL_METRIC_EXPORT_INTERVAL: '5000',
+    }).metrics;
+    expect(metrics).toMatchObject({ exporter: 'prometheus', prometheusHost: '::1', prometheusPort: 9000, exportIntervalMs: 5000 });
+  });
+
+  it('turns metrics off with OTEL_SDK_DISABLED, whatever the exporter', () => {
+    expect(readTelemetryConfig({ OTEL_SDK_DISABLED: 'true', OTEL_METRICS_EXPORTER: 'prometheus' }).metrics.exporter).toBe('none');
+  });
+});
+
+describe('readTelemetryConfig: OTEL_PROPAGATORS', () => {
+  it.each([
+    [undefined, ['tracecontext', 'baggage']],
+    [' B3, tracecontext,b3 ', ['b3', 'tracecontext']],
+    ['none', ['none']],
+  ])('%j gives %j', (value, expected) => {
+    expect(readTelemetryConfig(value === undefined ? {} : { OTEL_PROPAGATORS: value }).propagators).toEqual(expected);
+  });
+
+  it('refuses none with others', () => {
+    expect(expectRefused({ OTEL_PROPAGATORS: 'none,b3' }, 'OTEL_PROPAGATORS').message).toContain('none');
+  });
+});
+
+describe('readTelemetryConfig: OTLP endpoints', () => {
+  it.each(['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT'])(
+    'refuses a malformed %s without echoing it',
+    (variable) => {
+      const error = expectRefused({ [variable]: 'collector:4317?token=s3cret' }, variable);
+      expect(error.message).not.toContain('s3cret');
+    },
+  );
+
+  it('carries service.version from package.json', () => {
+    expect(readTelemetryConfig({}).serviceVersion).toMatch(/^\d+\.\d+\.\d+/);
   });
 });
