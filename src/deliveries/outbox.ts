@@ -6,6 +6,7 @@ import type { Platform } from '../platforms/platform.js';
 import { recordFailure, runDetached, runResumed } from '../session/index.js';
 import type { NewDelivery, OutboxPressure, OutboxStore } from '../store/store.js';
 import { BackgroundWrites } from '../background-writes.js';
+import type { GatewayMetrics } from '../telemetry/gateway-metrics.js';
 import { settledBy } from '../deadline.js';
 import { backoffMs, type BackoffOptions } from './backoff.js';
 import { formatDestination, type Delivery, type DeliveryRecord } from './delivery.js';
@@ -62,6 +63,7 @@ export class Outbox {
     private readonly platforms: ReadonlyMap<string, Platform>,
     private readonly options: OutboxOptions,
     private readonly logger: Logger,
+    private readonly metrics: GatewayMetrics,
   ) {
     this.writes = new BackgroundWrites(logger);
     // Every send in flight listens on the one shutdown signal: many listeners are expected.
@@ -146,6 +148,7 @@ export class Outbox {
       return;
     }
     this.delivered++;
+    this.metrics.delivery(delivery.destination.platform, delivery.kind, 'sent');
     // Sent: the turn goes on without waiting for the record. If it is lost, the store still
     // holds the delivery as being sent and the loop claims it again when its lease ends.
     this.writes.add(
@@ -165,6 +168,7 @@ export class Outbox {
       const dueAt = Math.min(now + Math.round(backoffMs(attempt, this.options.backoff, error.retryAfterMs)), giveUpAt);
       await this.store.retryAt(delivery.id, dueAt, error.message, leaseUntil);
       this.retried++;
+      this.metrics.retry(this.platformLabel(delivery), delivery.kind);
       this.wake(dueAt);
       return;
     }
@@ -175,8 +179,14 @@ export class Outbox {
   private async giveUp(delivery: Delivery, leaseUntil: number, reason: string, fields: Record<string, unknown>): Promise<void> {
     const next = await this.store.markFailed(delivery.id, reason, leaseUntil);
     this.failed++;
+    this.metrics.delivery(this.platformLabel(delivery), delivery.kind, 'dead_letter');
     if (next) this.wake(Date.now());
     this.logger.error({ ...fields, delivery: delivery.id, destination: formatDestination(delivery.destination) }, 'delivery failed for good; `threadline deliveries list --failed` shows it');
+  }
+
+  /** The platform as a metric attribute: only names of enabled platforms, so a stored oddity cannot add series. */
+  private platformLabel(delivery: Delivery): string {
+    return this.platforms.has(delivery.destination.platform) ? delivery.destination.platform : 'unknown';
   }
 
   /** A loop send runs in the delivery's own origin routing, in a new trace linked to the origin. */
@@ -254,6 +264,8 @@ export class Outbox {
 export function deliveryAttributes(delivery: Pick<Delivery, 'id' | 'kind' | 'destination'>, attempt: number) {
   const { destination } = delivery;
   return {
+    'messaging.system': destination.platform,
+    'messaging.operation.type': 'send',
     'delivery.id': delivery.id,
     'delivery.kind': delivery.kind,
     'delivery.attempt': attempt,

@@ -1,4 +1,4 @@
-import { SpanKind, SpanStatusCode, metrics, type Attributes, type Span } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, type Attributes, type Span } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { ThreadlineError } from '../errors.js';
 import { getSession, recordFailure, type RoutingSnapshot, type Session } from '../session/index.js';
@@ -6,6 +6,7 @@ import type { HomeChannels } from '../store/store.js';
 import { formatDestination, parseDestination, type DeliveryKind, type Destination } from './delivery.js';
 import { deliveryAttributes, type Outbox } from './outbox.js';
 import { destinationOf, routingMismatch } from './routing-mismatch.js';
+import type { GatewayMetrics } from '../telemetry/gateway-metrics.js';
 import { threadlineTracer } from '../telemetry/tracer.js';
 import type { Target } from './target.js';
 
@@ -28,9 +29,6 @@ export interface RouterOptions {
 
 const ORIGIN: Target = { to: 'origin' };
 const tracer = threadlineTracer();
-const mismatchCounter = metrics.getMeter('threadline').createCounter('threadline.routing.mismatches', {
-  description: 'Deliveries whose destination differed from the routing captured at their origin',
-});
 
 /**
  * Decides where a delivery goes: the chat and thread of the active context (origin), a
@@ -47,6 +45,7 @@ export class DeliveryRouter {
     private readonly outbox: Outbox,
     private readonly options: RouterOptions,
     private readonly logger: Logger,
+    private readonly metrics: GatewayMetrics,
   ) {}
 
   /**
@@ -114,7 +113,7 @@ export class DeliveryRouter {
 
   private guard(span: Span, mismatch: Attributes, destination: Destination): void {
     this.mismatchCount++;
-    mismatchCounter.add(1, { 'chat.platform': destination.platform });
+    this.metrics.mismatch(destination.platform);
     span.addEvent('routing.mismatch', mismatch);
     span.setStatus({ code: SpanStatusCode.ERROR, message: 'routing mismatch' });
     this.logger.warn({ routing: mismatch, destination: formatDestination(destination) }, 'delivery destination differs from its origin routing');

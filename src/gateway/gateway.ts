@@ -9,7 +9,7 @@ import { formatDestination } from '../deliveries/delivery.js';
 import { Outbox, type OutboxOptions, type OutboxStats } from '../deliveries/outbox.js';
 import { DeliveryRouter } from '../deliveries/router.js';
 import { destinationOf } from '../deliveries/routing-mismatch.js';
-import { ThreadlineError } from '../errors.js';
+import { ThreadlineError, type ErrorCode } from '../errors.js';
 import type { AcceptedMessage, Idempotency, InboundMessage, Intake, Platform } from '../platforms/platform.js';
 import {
   captureRouting,
@@ -27,9 +27,10 @@ import {
   withSessionId,
 } from '../session/index.js';
 import type { Store, StoredMessage } from '../store/store.js';
+import { GatewayMetrics, type TurnResult } from '../telemetry/gateway-metrics.js';
 import { threadlineTracer } from '../telemetry/tracer.js';
 import { timeOrderedId } from './message-id.js';
-import { SessionScheduler, type JobAbort } from './session-scheduler.js';
+import { SessionScheduler } from './session-scheduler.js';
 
 export interface GatewayOptions {
   readonly store: Store;
@@ -46,6 +47,8 @@ export interface GatewayOptions {
   readonly strictRouting: boolean;
   /** THREADLINE_ADMINS: who may run admin commands; default nobody. */
   readonly admins?: Admins;
+  /** Default: threadline's instruments on the meter provider registered when the gateway is built. */
+  readonly metrics?: GatewayMetrics;
   readonly outbox: OutboxOptions & {
     /** THREADLINE_OUTBOX_MAX_PER_CHAT: open deliveries of one destination before its intake answers 429. */
     readonly maxOpenPerDestination: number;
@@ -90,6 +93,9 @@ const ABORTED_TURNS_GRACE_MS = 1_000;
 export class Gateway implements Intake {
   readonly router: DeliveryRouter;
   readonly outbox: Outbox;
+  readonly metrics: GatewayMetrics;
+  /** Stops the gauges' reading; set while the gateway runs. */
+  private unobserve: (() => void) | undefined;
   private readonly writes: BackgroundWrites;
   private readonly scheduler: SessionScheduler<MessageJob>;
   private state: 'starting' | 'accepting' | 'stopping' = 'starting';
@@ -105,9 +111,18 @@ export class Gateway implements Intake {
     const platforms = new Map(options.platforms.map((platform) => [platform.name, platform]));
     this.authenticating = new Set(options.platforms.filter((platform) => platform.authenticatesSenders === true).map(({ name }) => name));
     this.writes = new BackgroundWrites(options.logger);
-    this.outbox = new Outbox(options.store.outbox, platforms, options.outbox, options.logger);
-    this.router = new DeliveryRouter(options.store.homes, new Set(platforms.keys()), this.outbox, { strictRouting: options.strictRouting }, options.logger);
-    this.scheduler = new SessionScheduler((job, abort) => this.run(job, abort), {
+    // Built here, not at module load: only then is the meter provider startMetrics registered in place.
+    this.metrics = options.metrics ?? new GatewayMetrics();
+    this.outbox = new Outbox(options.store.outbox, platforms, options.outbox, options.logger, this.metrics);
+    this.router = new DeliveryRouter(
+      options.store.homes,
+      new Set(platforms.keys()),
+      this.outbox,
+      { strictRouting: options.strictRouting },
+      options.logger,
+      this.metrics,
+    );
+    this.scheduler = new SessionScheduler((job, signal) => this.run(job, signal), {
       concurrency: options.concurrency,
       capacity: options.queueCapacity,
     });
@@ -119,6 +134,18 @@ export class Gateway implements Intake {
   }
 
   async accept(message: InboundMessage, inbound: InboundTrace, idempotency?: Idempotency): Promise<AcceptedMessage> {
+    const { platform } = message.session;
+    try {
+      const accepted = await this.intake(message, inbound, idempotency);
+      if (accepted.duplicate !== true) this.metrics.accepted(platform);
+      return accepted;
+    } catch (error) {
+      this.metrics.refused(error instanceof ThreadlineError ? error.code : ('TL_INTERNAL' satisfies ErrorCode), platform, error);
+      throw error;
+    }
+  }
+
+  private async intake(message: InboundMessage, inbound: InboundTrace, idempotency?: Idempotency): Promise<AcceptedMessage> {
     if (this.state === 'starting') throw new ThreadlineError('TL_STARTING', 'The gateway is starting; retry in a moment');
     if (this.state === 'stopping') throw new ThreadlineError('TL_SHUTTING_DOWN', 'The gateway is stopping; retry later');
     // /stop is let in past a full queue, when it is needed most, but only into a reserve as
@@ -133,6 +160,7 @@ export class Gateway implements Intake {
       const { session, key } = await this.sessionFor(message.session);
       const id = timeOrderedId();
       const { context: jobContext, span } = startMessageSpan(contextWithSession(inbound.context, session), inbound.links, {
+        ...receiveAttributes(session),
         'messaging.message.id': id,
         'threadline.inbound.baggage.dropped': inbound.droppedBaggage,
       });
@@ -207,6 +235,14 @@ export class Gateway implements Intake {
 
   /** Sends what earlier processes left, replays accepted messages they did not finish, opens intake. */
   async start(): Promise<void> {
+    const { maxOpenPerDestination } = this.options.outbox;
+    this.unobserve = this.metrics.observe({
+      queued: () => this.scheduler.size,
+      outbox: async () => {
+        const pressure = await this.outbox.pressure(maxOpenPerDestination);
+        return { pending: pressure.open, fullChats: pressure.fullDestinations, oldestPendingSince: pressure.oldestOpenSince };
+      },
+    });
     await this.outbox.start();
     for (const stored of await this.options.store.messages.pending()) {
       try {
@@ -236,7 +272,7 @@ export class Gateway implements Intake {
   private replay(stored: StoredMessage): void {
     const { context: resumed, links } = resumeRouting(stored.routing);
     const session = requireSession(resumed);
-    const { context, span } = startMessageSpan(resumed, links, { 'messaging.message.id': stored.id, 'threadline.replayed': true });
+    const { context, span } = startMessageSpan(resumed, links, { ...receiveAttributes(session), 'messaging.message.id': stored.id, 'threadline.replayed': true });
     const key = sessionKey(this.keyParts(session));
     this.scheduler.offer({ id: stored.id, sessionId: session.sessionId, session, key, text: stored.text, context, span, routing: stored.routing }, true);
   }
@@ -264,6 +300,9 @@ export class Gateway implements Intake {
     // Sends that ended while the aborted turns returned are recorded before the store closes.
     await this.outbox.recorded();
     await this.writes.drained();
+    // The gauges read the store, which closes next.
+    this.unobserve?.();
+    this.unobserve = undefined;
   }
 
   private acceptsSettled(): Promise<void> {
@@ -290,7 +329,7 @@ export class Gateway implements Intake {
     };
   }
 
-  private run(job: MessageJob, abort: JobAbort): Promise<void> {
+  private run(job: MessageJob, signal: AbortSignal): Promise<void> {
     return context.with(job.context, async () => {
       const { store } = this.options;
       const traceId = job.span.spanContext().traceId;
@@ -300,10 +339,7 @@ export class Gateway implements Intake {
         text: job.text,
         messageId: job.id,
         traceId,
-        // A getter: most turns never read their signal, so most never pay for one.
-        get signal() {
-          return abort.signal;
-        },
+        signal,
         reply: (text) =>
           this.router.deliver({
             // Deterministic: a turn replayed after a crash does not send its replies twice.
@@ -327,11 +363,13 @@ export class Gateway implements Intake {
         authorize: (command) => this.authorize(turn, command),
       };
       try {
-        await this.turn(turn, abort);
+        const started = performance.now();
+        const result = await this.turn(turn, signal);
+        this.metrics.turn(job.session.platform, result, (performance.now() - started) / 1000);
         // A turn cut short by shutdown stays in the store and runs again after the restart.
         // Otherwise the slot is free now; the record follows. If it is lost, the message runs
         // again after a restart and its replies, keeping their ids, are not sent twice.
-        if (!(abort.aborted && this.closing)) {
+        if (!(signal.aborted && this.closing)) {
           this.writes.add(store.messages.complete(job.id), 'could not record message as finished; it will run again after a restart', {
             message: job.id,
           });
@@ -364,7 +402,7 @@ export class Gateway implements Intake {
   }
 
   /** Runs the agent in an agent.turn span; a failed turn is answered, not dropped. Never rejects. */
-  private async turn(turn: Turn, abort: JobAbort): Promise<void> {
+  private async turn(turn: Turn, signal: AbortSignal): Promise<TurnResult> {
     try {
       await tracer.startActiveSpan('agent.turn', async (span) => {
         try {
@@ -376,12 +414,20 @@ export class Gateway implements Intake {
           span.end();
         }
       });
+      return signal.aborted ? 'aborted' : 'ok';
     } catch (error) {
       trace.getActiveSpan()?.setStatus({ code: SpanStatusCode.ERROR, message: 'agent turn failed' });
       this.options.logger.error({ err: error, message: turn.messageId }, 'agent turn failed');
-      if (!abort.aborted) await turn.reply(`Sorry, that failed. Trace ${turn.traceId}.`).catch(() => {});
+      if (signal.aborted) return 'aborted';
+      await turn.reply(`Sorry, that failed. Trace ${turn.traceId}.`).catch(() => {});
+      return 'error';
     }
   }
+}
+
+/** Semantic conventions of a platform message taken in: the platform is the messaging system. */
+function receiveAttributes(session: Session): Attributes {
+  return { 'messaging.system': session.platform, 'messaging.operation.type': 'receive' };
 }
 
 /** Starts a message's gateway.message span in `parent`; the job runs in the returned context. */

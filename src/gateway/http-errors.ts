@@ -5,7 +5,11 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { SessionFieldError, ThreadlineError, type ErrorCode } from '../errors.js';
 import type { HttpLimits } from './gateway-config.js';
+import { SLACK_EVENTS_PATH } from '../platforms/slack/slack-platform.js';
+import { TELEGRAM_WEBHOOK_PATH } from '../platforms/telegram/telegram-platform.js';
+import { WEBHOOK_PATH } from '../platforms/webhook/webhook-platform.js';
 import { inboundContext } from '../session/index.js';
+import { GatewayMetrics } from '../telemetry/gateway-metrics.js';
 import { rejectSpanLimit } from '../telemetry/reject-span-limit.js';
 import { threadlineTracer } from '../telemetry/tracer.js';
 
@@ -22,6 +26,13 @@ const BODY_FIELDS: Record<string, string> = {
   messageId: 'message_id',
 };
 
+/** The platform whose intake each route is: a refusal there is a message refused. */
+const INTAKE_ROUTES: ReadonlyMap<string, string> = new Map([
+  [WEBHOOK_PATH, 'webhook'],
+  [TELEGRAM_WEBHOOK_PATH, 'telegram'],
+  [SLACK_EVENTS_PATH, 'slack'],
+]);
+
 /** What a caller refused for a full outbox is asked to wait: a target that is down takes a while. */
 const OUTBOX_FULL_RETRY_AFTER_SECONDS = 30;
 /** Seconds a refused caller is asked to wait, by the code it was refused with. */
@@ -36,12 +47,25 @@ const RETRY_AFTER_SECONDS: Partial<Record<ErrorCode, number>> = {
  * Every failure leaves as `{error, code}` (and `field` when one field is at fault) with the
  * status of its code; unexpected errors are logged and answered 500 without detail.
  */
-export function errorHandler(logger: Logger) {
+export function errorHandler(logger: Logger, metrics: GatewayMetrics = new GatewayMetrics()) {
   return (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
     const code = answer(error, request, reply, logger);
     recordRejection(request, reply.statusCode, code);
+    countRefusal(metrics, request, code, error);
     return reply;
   };
+}
+
+/**
+ * Counts a refused intake request under its platform, and one refused before routing (an
+ * undecodable path) under none; failures of other routes (health) refuse no message.
+ * Intake has counted its own refusals already, with the same error: those are not counted twice.
+ */
+function countRefusal(metrics: GatewayMetrics, request: FastifyRequest, code: ErrorCode, error: Error): void {
+  const route = request.routeOptions.url;
+  const platform = route === undefined ? undefined : INTAKE_ROUTES.get(route);
+  if (route !== undefined && platform === undefined) return;
+  metrics.refused(code, platform, error);
 }
 
 /** Sends the answer for `error`; returns its code. */
@@ -117,7 +141,11 @@ function recordRejection(request: FastifyRequest, status: number, code: ErrorCod
  * response would be read as the answer to the client's next request. The error is logged by
  * its code only: its raw packet can hold the request's headers, credentials included.
  */
-export function clientErrorHandler(logger: Logger, limits: Pick<HttpLimits, 'headersTimeoutMs' | 'requestTimeoutMs'>) {
+export function clientErrorHandler(
+  logger: Logger,
+  limits: Pick<HttpLimits, 'headersTimeoutMs' | 'requestTimeoutMs'>,
+  metrics: GatewayMetrics = new GatewayMetrics(),
+) {
   return (error: Error & { code?: string }, socket: Socket): void => {
     // A reset socket is gone: there is nobody to answer.
     if (error.code === 'ECONNRESET' || socket.destroyed) return;
@@ -128,6 +156,8 @@ export function clientErrorHandler(logger: Logger, limits: Pick<HttpLimits, 'hea
       socket.destroy();
       return;
     }
+    // No request was parsed, so no platform is known; one already answered was counted then.
+    metrics.refused(code, undefined);
     const body = JSON.stringify({ error: message, code });
     // end(), then destroy once written: the answer is flushed, and a client that never closes its side holds nothing.
     socket.end(

@@ -110,6 +110,8 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
        (SELECT destination, open FROM outbox_open UNION ALL SELECT destination, open FROM messages_open) GROUP BY destination)
      WHERE open >= ?`,
   );
+  // Through deliveries_open_since: the first entry of a partial index, not a walk of the rows.
+  const oldestOpen = statement<{ since: number | null }>(`SELECT MIN(attempts_since) AS since FROM deliveries WHERE status IN ('pending', 'sending')`);
   const addDelivery = statement(
     `INSERT OR IGNORE INTO deliveries (id, kind, destination, text, in_reply_to, origin, status, head, attempts, attempts_since, due_at, lease_until, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
@@ -250,9 +252,10 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
     /** The newest deliveries (failed ones only, if asked) to the chat spelled `chat` ('' for all). */
     listDeliveries: (failedOnly: boolean, chat: string, limit: number): DeliveryRow[] =>
       (failedOnly ? listFailed : listAll).all({ chat, limit }),
-    pressure: (maxOpenPerDestination: number): { open: number; fullDestinations: number } => ({
+    pressure: (maxOpenPerDestination: number): { open: number; fullDestinations: number; oldestOpenSince: number | undefined } => ({
       open: openTotal.get()!.open,
       fullDestinations: fullDestinations.get(maxOpenPerDestination)!.n,
+      oldestOpenSince: oldestOpen.get()?.since ?? undefined,
     }),
     getHome: (platform: string): string | undefined => getHome.get(platform)?.destination,
     setHome(platform: string, destination: string): void {

@@ -52,6 +52,7 @@ CREATE INDEX IF NOT EXISTS deliveries_next ON deliveries (${NEXT_AT}) WHERE head
 CREATE INDEX IF NOT EXISTS deliveries_queued ON deliveries (destination) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS deliveries_done ON deliveries (finished_at) WHERE status = 'done';
 CREATE INDEX IF NOT EXISTS deliveries_failed ON deliveries (finished_at) WHERE status = 'failed';
+CREATE INDEX IF NOT EXISTS deliveries_open_since ON deliveries (attempts_since) WHERE status IN ('pending', 'sending');
 CREATE TABLE IF NOT EXISTS outbox_open (destination TEXT PRIMARY KEY, open INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS outbox_totals (id INTEGER PRIMARY KEY CHECK (id = 1), open INTEGER NOT NULL);
 INSERT OR IGNORE INTO outbox_totals (id, open) VALUES (1, 0);

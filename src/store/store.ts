@@ -62,6 +62,8 @@ export interface OutboxPressure {
   readonly open: number;
   /** Destinations whose open deliveries are at the per-destination cap. */
   readonly fullDestinations: number;
+  /** When the current series of attempts of the oldest open delivery began (ms since the epoch); undefined when none is open. */
+  readonly oldestOpenSince?: number | undefined;
 }
 
 /**

@@ -13,6 +13,7 @@ import { slackSignature } from '../platforms/slack/slack-signature.js';
 import { DeliveryReceiver } from './delivery-receiver.js';
 import { FakeSlack } from './fake-slack.js';
 import { FakeTelegram } from './fake-telegram.js';
+import { installTestMetrics, type CollectedMetrics } from './test-metrics.js';
 import { installTestTelemetry, type TestTelemetry } from './test-telemetry.js';
 
 export interface TestGatewayOptions {
@@ -68,6 +69,12 @@ export interface TestGateway {
    * the spans that do not carry the expected chat.id and chat.thread.id: [] when all do.
    */
   routingProblems(traceId: string, expected: ExpectedRouting): Promise<string[]>;
+  /**
+   * threadline's metrics, collected now, as an exporter would see them: counters count for
+   * the whole process (every test gateway it started adds to them), gauges read the running
+   * gateway. Throws when another meter provider was registered before the first test gateway.
+   */
+  metrics(): Promise<CollectedMetrics>;
   /** The newest deliveries in the outbox (failed ones only, of one chat, if asked): status, attempts, last error. */
   deliveries(filter?: { failedOnly?: boolean; chatId?: string; limit?: number }): Promise<DeliveryRecord[]>;
   /**
@@ -85,6 +92,8 @@ export interface TestGateway {
  */
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
   const telemetry = installTestTelemetry();
+  // Before the gateway is built: its instruments bind to the meter provider registered then.
+  const metrics = installTestMetrics();
   const receiver = await DeliveryReceiver.start();
   const telegram = options.telegram ? await FakeTelegram.start() : undefined;
   const slack = options.slack ? await FakeSlack.start() : undefined;
@@ -173,6 +182,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
             `${span.name}: chat.id=${String(span.attributes[names.CHAT_ID])} chat.thread.id=${String(span.attributes[names.CHAT_THREAD_ID])}`,
         );
     },
+    metrics: () => metrics.collect(),
     deliveries: (filter = {}) => running.gateway.outbox.list({ limit: 1_000, ...filter }),
     restart: async () => {
       await running.stop();

@@ -7,7 +7,27 @@ import { until, useGatewayWith, webhookOrigin } from '../helpers/gateway.js';
 
 const start = useGatewayWith();
 
-
+describe('messaging semantic conventions', () => {
+  it('marks gateway.message as a receive and every gateway.deliver, a retried one too, as a send of its platform', async () => {
+    const g = await start();
+    g.receiver.failNext(1, 503);
+    const answer = await g.send({ chat_id: 'c', text: 'x' });
+    const traceId = answer.body['trace_id'] as string;
+    await g.receiver.waitFor(1);
+    const spans = await g.waitForSpans(traceId, ['gateway.message', 'gateway.deliver']);
+    expect(spans.find((span) => span.name === 'gateway.message')!.attributes).toMatchObject({
+      'messaging.system': 'webhook',
+      'messaging.operation.type': 'receive',
+    });
+    expect(spans.find((span) => span.name === 'gateway.deliver')!.attributes).toMatchObject({
+      'messaging.system': 'webhook',
+      'messaging.operation.type': 'send',
+    });
+    await until(() => g.telemetry.spans().some((span) => span.name === 'gateway.deliver' && span.links[0]?.context.traceId === traceId));
+    const retried = g.telemetry.spans().find((span) => span.name === 'gateway.deliver' && span.links[0]?.context.traceId === traceId)!;
+    expect(retried.attributes).toMatchObject({ 'messaging.system': 'webhook', 'messaging.operation.type': 'send' });
+  });
+});
 
 describe('delivery retries', () => {
   it('retries 5xx and 429 (honouring Retry-After) until delivered, once per idempotency key', async () => {
@@ -114,6 +134,7 @@ describe('misroute guard', () => {
     const agent = mixingAgent();
     const g = await start({}, agent);
     agent.gateway = g;
+    const mismatchesBefore = (await g.metrics()).value('threadline.routing.mismatches', { 'messaging.system': 'webhook' });
     await g.send({ chat_id: 'A', thread_id: '1', text: 'a' });
     await g.receiver.waitFor(1);
     const answer = await g.send({ chat_id: 'B', text: 'b' });
@@ -130,6 +151,7 @@ describe('misroute guard', () => {
       'routing.destination.chat.thread.id': '',
     });
     expect(g.running.gateway.router.mismatches()).toBe(1);
+    expect((await g.metrics()).value('threadline.routing.mismatches', { 'messaging.system': 'webhook' }) - mismatchesBefore).toBe(1);
   });
 
   it('refuses such a delivery with THREADLINE_STRICT_ROUTING=1', async () => {

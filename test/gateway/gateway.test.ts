@@ -12,6 +12,8 @@ import { inboundContext } from '../../src/session/index.js';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
 import type { DeliveryRecord } from '../../src/deliveries/delivery.js';
 import type { Store } from '../../src/store/store.js';
+import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import { GatewayMetrics } from '../../src/telemetry/gateway-metrics.js';
 import { installTestTelemetry } from '../../src/testing/index.js';
 import { until, webhookOrigin } from '../helpers/gateway.js';
 
@@ -51,6 +53,7 @@ interface Overrides {
   readonly agent?: Agent;
   readonly send?: Platform['send'];
   readonly leaseMs?: number;
+  readonly metrics?: GatewayMetrics;
 }
 
 /** Open (pending or sending) deliveries in the store. */
@@ -82,6 +85,7 @@ function gatewayWith(store: Store, sent: OutboundMessage[], log: string[] = [], 
     queueCapacity: 100,
     perUserGroupSessions: false,
     strictRouting: false,
+    ...(overrides.metrics === undefined ? {} : { metrics: overrides.metrics }),
     outbox: {
       maxAttempts: 3,
       giveUpAfterMs: 86_400_000,
@@ -259,6 +263,33 @@ describe('Gateway stop', () => {
     expect(await stopWithin(gateway, 200, 5_000)).toBeLessThan(200 + 1_500);
     expect(await pendingIds(store)).toHaveLength(1);
     expect(log.join('')).toContain('ignored its abort signal');
+    await store.close();
+  });
+
+  it('records a turn cut off by stop as aborted, on the metrics it was given', async () => {
+    const reader = new (class extends MetricReader {
+      protected override onForceFlush = () => Promise.resolve();
+      protected override onShutdown = () => Promise.resolve();
+    })();
+    const metrics = new GatewayMetrics(new MeterProvider({ readers: [reader] }).getMeter('threadline'));
+    const store = await sqliteStore();
+    let started = false;
+    const agent: Agent = {
+      handle: (turn) => {
+        started = true;
+        return new Promise((resolve) => turn.signal.addEventListener('abort', () => resolve(), { once: true }));
+      },
+    };
+    const gateway = gatewayWith(store, [], [], { agent, metrics });
+    await gateway.start();
+    await sendText(gateway, 'a', 'hello');
+    await until(() => started);
+    await gateway.stop(50);
+    const { resourceMetrics } = await reader.collect();
+    const turns = resourceMetrics.scopeMetrics.flatMap((scope) => scope.metrics).find((metric) => metric.descriptor.name === 'threadline.turn.duration')!;
+    expect(turns.dataPoints.map((point) => [point.attributes, (point.value as { count: number }).count])).toEqual([
+      [{ 'messaging.system': 'webhook', 'threadline.turn.result': 'aborted' }, 1],
+    ]);
     await store.close();
   });
 

@@ -1,0 +1,151 @@
+import { ValueType, metrics, type BatchObservableCallback, type Counter, type Histogram, type Meter, type ObservableGauge } from '@opentelemetry/api';
+import type { DeliveryKind } from '../deliveries/delivery.js';
+import type { ErrorCode } from '../errors.js';
+import { VERSION } from '../version.js';
+
+/** How a turn ended: returned, threw, or had its signal aborted (/stop or shutdown). */
+export type TurnResult = 'ok' | 'error' | 'aborted';
+/** How a delivery ended: the platform took it, or it was given up and kept as a dead letter. */
+export type DeliveryResult = 'sent' | 'dead_letter';
+
+/** What the gauges read each time a reader collects. */
+export interface GaugeSources {
+  /** Messages waiting for their turn or running. */
+  queued(): number;
+  outbox(): Promise<{ readonly pending: number; readonly fullChats: number; readonly oldestPendingSince: number | undefined }>;
+}
+
+// Attribute keys: semantic conventions where one fits; every value comes from a short fixed set, never an id.
+const PLATFORM = 'messaging.system';
+const REASON = 'error.type';
+const TURN_RESULT = 'threadline.turn.result';
+const DELIVERY_KIND = 'threadline.delivery.kind';
+const DELIVERY_RESULT = 'threadline.delivery.result';
+
+/** Agent turns take from milliseconds (an echo) to minutes (a model with tools). */
+const TURN_SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+/** Refusals already counted: intake counts first (it knows the platform); the HTTP answer that follows does not count again. */
+const countedRefusals = new WeakSet<object>();
+
+/** threadline's meter, from the meter provider registered now (a meter taken before registration stays a no-op). */
+export function threadlineMeter(): Meter {
+  return metrics.getMeter('threadline', VERSION);
+}
+
+/**
+ * threadline's instruments. Build one when the gateway is built, after startMetrics has
+ * registered the meter provider: the API has no proxy meter, so instruments made earlier
+ * would record nothing. Instruments of the same name share their counts across instances.
+ */
+export class GatewayMetrics {
+  private readonly messagesAccepted: Counter;
+  private readonly messagesRefused: Counter;
+  private readonly turnDuration: Histogram;
+  private readonly deliveries: Counter;
+  private readonly deliveryRetries: Counter;
+  private readonly routingMismatches: Counter;
+  private readonly intakeQueued: ObservableGauge;
+  private readonly outboxPending: ObservableGauge;
+  private readonly outboxFullChats: ObservableGauge;
+  private readonly outboxOldestAge: ObservableGauge;
+
+  constructor(private readonly meter: Meter = threadlineMeter()) {
+    const integer = { valueType: ValueType.INT };
+    this.messagesAccepted = meter.createCounter('threadline.messages.accepted', {
+      ...integer,
+      unit: '{message}',
+      description: 'Inbound messages accepted (stored and queued for their turn), by platform',
+    });
+    this.messagesRefused = meter.createCounter('threadline.messages.refused', {
+      ...integer,
+      unit: '{message}',
+      description: 'Inbound requests refused, by platform (where known) and error code',
+    });
+    this.turnDuration = meter.createHistogram('threadline.turn.duration', {
+      unit: 's',
+      description: 'Agent turns, by platform and result, and how long they took',
+      advice: { explicitBucketBoundaries: TURN_SECONDS_BUCKETS },
+    });
+    this.deliveries = meter.createCounter('threadline.deliveries', {
+      ...integer,
+      unit: '{delivery}',
+      description: 'Deliveries finished, by platform, kind and result (sent, or dead_letter when given up)',
+    });
+    this.deliveryRetries = meter.createCounter('threadline.delivery.retries', {
+      ...integer,
+      unit: '{attempt}',
+      description: 'Delivery attempts that failed and were scheduled again, by platform and kind',
+    });
+    this.routingMismatches = meter.createCounter('threadline.routing.mismatches', {
+      ...integer,
+      unit: '{delivery}',
+      description: 'Deliveries whose destination differed from the routing captured at their origin, by platform',
+    });
+    this.intakeQueued = meter.createObservableGauge('threadline.intake.queued', {
+      ...integer,
+      unit: '{message}',
+      description: 'Messages waiting for their turn or running',
+    });
+    this.outboxPending = meter.createObservableGauge('threadline.outbox.pending', {
+      ...integer,
+      unit: '{delivery}',
+      description: 'Deliveries not yet sent (pending or being sent)',
+    });
+    this.outboxFullChats = meter.createObservableGauge('threadline.outbox.full_chats', {
+      ...integer,
+      unit: '{chat}',
+      description: 'Chats whose deliveries not yet sent are at THREADLINE_OUTBOX_MAX_PER_CHAT (their intake answers 429)',
+    });
+    this.outboxOldestAge = meter.createObservableGauge('threadline.outbox.oldest_pending.age', {
+      unit: 's',
+      description: "Age of the oldest delivery not yet sent, from its first attempt (or its retry from the CLI); 0 when none",
+    });
+  }
+
+  accepted(platform: string): void {
+    this.messagesAccepted.add(1, { [PLATFORM]: platform });
+  }
+
+  /** Counts a refusal once, however many layers see `error` on its way out. */
+  refused(code: ErrorCode, platform: string | undefined, error?: unknown): void {
+    if (typeof error === 'object' && error !== null) {
+      if (countedRefusals.has(error)) return;
+      countedRefusals.add(error);
+    }
+    this.messagesRefused.add(1, platform === undefined ? { [REASON]: code } : { [PLATFORM]: platform, [REASON]: code });
+  }
+
+  turn(platform: string, result: TurnResult, seconds: number): void {
+    this.turnDuration.record(seconds, { [PLATFORM]: platform, [TURN_RESULT]: result });
+  }
+
+  delivery(platform: string, kind: DeliveryKind, result: DeliveryResult): void {
+    this.deliveries.add(1, { [PLATFORM]: platform, [DELIVERY_KIND]: kind, [DELIVERY_RESULT]: result });
+  }
+
+  retry(platform: string, kind: DeliveryKind): void {
+    this.deliveryRetries.add(1, { [PLATFORM]: platform, [DELIVERY_KIND]: kind });
+  }
+
+  mismatch(platform: string): void {
+    this.routingMismatches.add(1, { [PLATFORM]: platform });
+  }
+
+  /** Reads the gauges from `sources` at each collection until the returned function is called. */
+  observe(sources: GaugeSources): () => void {
+    const gauges = [this.intakeQueued, this.outboxPending, this.outboxFullChats, this.outboxOldestAge];
+    const callback: BatchObservableCallback = async (result) => {
+      result.observe(this.intakeQueued, sources.queued());
+      // A store that cannot answer (closing, failing) leaves the outbox gauges out of this collection.
+      const outbox = await sources.outbox().catch(() => undefined);
+      if (outbox === undefined) return;
+      result.observe(this.outboxPending, outbox.pending);
+      result.observe(this.outboxFullChats, outbox.fullChats);
+      const since = outbox.oldestPendingSince;
+      result.observe(this.outboxOldestAge, since === undefined ? 0 : Math.max(0, (Date.now() - since) / 1000));
+    };
+    this.meter.addBatchObservableCallback(callback, gauges);
+    return () => this.meter.removeBatchObservableCallback(callback, gauges);
+  }
+}

@@ -1,0 +1,133 @@
+import { createServer as createHttp2Server, type Http2Server } from 'node:http2';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { metrics } from '@opentelemetry/api';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ThreadlineError } from '../../src/errors.js';
+import { startMetrics, type Metrics } from '../../src/telemetry/start-metrics.js';
+import type { MetricsConfig, OtlpProtocol } from '../../src/telemetry/telemetry-config.js';
+import { startLocalServer, type LocalRequest } from '../../src/testing/local-server.js';
+import { until } from '../helpers/gateway.js';
+
+const SERVICE = { serviceName: 'threadline-metrics-test', serviceVersion: '9.8.7' };
+
+function config(overrides: Partial<MetricsConfig>): MetricsConfig {
+  return { exporter: 'none', otlpProtocol: 'http/protobuf', prometheusHost: '127.0.0.1', prometheusPort: 0, exportIntervalMs: 100, ...overrides };
+}
+
+const started: Metrics[] = [];
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((m) => m.shutdown()));
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+function start(overrides: Partial<MetricsConfig>): Metrics {
+  const running = startMetrics(config(overrides), SERVICE);
+  started.push(running);
+  return running;
+}
+
+function countSomething(value: number): void {
+  metrics.getMeter('threadline').createCounter('threadline.test.things', { unit: '{thing}' }).add(value, { 'messaging.system': 'webhook' });
+}
+
+describe('startMetrics', () => {
+  it('with none registers no meter provider', async () => {
+    const before = metrics.getMeterProvider();
+    const running = start({ exporter: 'none' });
+    expect(await running.ready).toBeUndefined();
+    expect(metrics.getMeterProvider()).toBe(before);
+  });
+
+  it('serves Prometheus on an ephemeral loopback port, with service.name and service.version, until shutdown', async () => {
+    const running = start({ exporter: 'prometheus', prometheusPort: 0 });
+    const url = await running.ready;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+    countSomething(3);
+    const text = await (await fetch(url!)).text();
+    expect(text).toMatch(/^threadline_test_things_total\{[^}]*messaging_system="webhook"[^}]*\} 3$/m);
+    expect(text).toMatch(/^target_info\{[^}]*service_name="threadline-metrics-test"[^}]*service_version="9\.8\.7"/m);
+    expect((await fetch(url!.replace('/metrics', '/other'))).status).toBe(404);
+    await running.shutdown();
+    started.splice(0);
+    await expect(fetch(url!)).rejects.toThrow();
+    // The global is free again for the next start.
+    const again = start({ exporter: 'prometheus', prometheusPort: 0 });
+    expect(await again.ready).toMatch(/^http:/);
+  });
+
+  it('fails start-up with TL_LISTEN_FAILED, naming the variable, when the Prometheus port is taken', async () => {
+    const holder: Server = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => holder.close(() => resolve())));
+    const port = (holder.address() as AddressInfo).port;
+    const running = start({ exporter: 'prometheus', prometheusPort: port });
+    const failure = await running.ready.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(ThreadlineError);
+    expect((failure as ThreadlineError).code).toBe('TL_LISTEN_FAILED');
+    expect((failure as Error).message).toContain(`127.0.0.1:${port} (EADDRINUSE)`);
+    expect((failure as Error).message).toContain('OTEL_EXPORTER_PROMETHEUS_PORT');
+  });
+
+  it('refuses a second registration instead of exporting nothing', () => {
+    start({ exporter: 'prometheus', prometheusPort: 0 });
+    expect(() => startMetrics(config({ exporter: 'console' }), SERVICE)).toThrow(/registered already/);
+  });
+
+  describe.each<[OtlpProtocol, string]>([
+    ['http/json', 'application/json'],
+    ['http/protobuf', 'application/x-protobuf'],
+  ])('otlp over %s', (protocol, contentType) => {
+    it('pushes to OTEL_EXPORTER_OTLP_METRICS_ENDPOINT on the export interval', async () => {
+      const received: LocalRequest[] = [];
+      const collector = await startLocalServer((request) => {
+        received.push(request);
+        return { status: 200, headers: { 'content-type': contentType }, body: '' };
+      });
+      cleanups.push(() => collector.close());
+      withEnv('OTEL_EXPORTER_OTLP_METRICS_ENDPOINT', `${collector.origin}/v1/metrics`);
+      start({ exporter: 'otlp', otlpProtocol: protocol, exportIntervalMs: 100 });
+      countSomething(2);
+      await until(() => received.some((request) => request.raw.includes('threadline.test.things')));
+      const request = received.find((r) => r.raw.includes('threadline.test.things'))!;
+      expect(request.path).toBe('/v1/metrics');
+      expect(request.headers['content-type']).toBe(contentType);
+      expect(request.raw.includes('threadline-metrics-test')).toBe(true);
+    });
+  });
+
+  it('otlp over grpc calls the collector MetricsService', async () => {
+    const paths: string[] = [];
+    const collector: Http2Server = createHttp2Server((request, response) => {
+      paths.push(request.url);
+      request.resume();
+      request.on('end', () => {
+        // An empty ExportMetricsServiceResponse: a gRPC frame of length 0, then status OK.
+        response.writeHead(200, { 'content-type': 'application/grpc' });
+        response.addTrailers({ 'grpc-status': '0' });
+        response.end(Buffer.alloc(5));
+      });
+    });
+    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => collector.close(() => resolve())));
+    withEnv('OTEL_EXPORTER_OTLP_METRICS_ENDPOINT', `http://127.0.0.1:${(collector.address() as AddressInfo).port}`);
+    start({ exporter: 'otlp', otlpProtocol: 'grpc', exportIntervalMs: 100 });
+    countSomething(1);
+    await until(() => paths.length > 0);
+    expect(paths[0]).toBe('/opentelemetry.proto.collector.metrics.v1.MetricsService/Export');
+  });
+});
+
+/** Sets an environment variable for this test; the exporters read theirs when built. */
+function withEnv(name: string, value: string): void {
+  const before = process.env[name];
+  process.env[name] = value;
+  cleanups.push(() => {
+    if (before === undefined) delete process.env[name];
+    else process.env[name] = before;
+  });
+}
