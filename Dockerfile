@@ -28,4 +28,9 @@ RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME /data
 EXPOSE 8787
+# Docker keeps one health status, read by compose's depends_on, proxies and Swarm as "send it
+# traffic": /v1/ready, not /v1/health (Kubernetes probes both). No curl here: node's fetch.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8787) + '/v1/ready', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# node itself, in exec form: SIGTERM from docker stop reaches the gateway (no shell, no npm between).
 CMD ["node", "--import", "./dist/telemetry/register.js", "dist/cli/main.js"]

@@ -1,6 +1,7 @@
 /**
- * `npm start`: the gateway with its defaults (webhook platform, SQLite and a trace file in
- * the data dir), one banner line, and a clean stop on SIGTERM or SIGINT.
+ * The gateway process (`threadline start`, `npm start`, the image's CMD): the gateway with its
+ * defaults (webhook platform, SQLite and a trace file in the data dir), one banner line, and a
+ * clean stop on SIGTERM or SIGINT.
  */
 import { readGatewayConfig } from '../gateway/gateway-config.js';
 import { startGateway, type RunningGateway } from '../gateway/start-gateway.js';
@@ -29,5 +30,7 @@ async function stop(signal: string): Promise<void> {
   logger.info({ signal }, 'stopping: intake closed, finishing work');
   await stopThenExit(running, telemetry, logger);
 }
-process.once('SIGTERM', () => void stop('SIGTERM'));
-process.once('SIGINT', () => void stop('SIGINT'));
+// on, not once: Ctrl-C under `npm start` arrives twice (from the terminal, and forwarded by
+// npm), and a second signal with no listener would kill the drain the first one began.
+process.on('SIGTERM', () => void stop('SIGTERM'));
+process.on('SIGINT', () => void stop('SIGINT'));

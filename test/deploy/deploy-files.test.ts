@@ -1,13 +1,29 @@
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { readGatewayConfig } from '../../src/gateway/gateway-config.js';
+import { startTestGateway } from '../../src/testing/index.js';
 
 // Docker does not run on these machines, so the wiring between the deployment files is
 // checked by reading them: every name and port one file uses must be one another defines.
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 const compose = parse(read('docker-compose.yml')) as {
-  services: Record<string, { image?: string; build?: string; command?: string[]; ports?: string[]; environment?: Record<string, string>; volumes?: string[] }>;
+  services: Record<
+    string,
+    {
+      image?: string;
+      build?: string;
+      command?: string[];
+      ports?: string[];
+      environment?: Record<string, string>;
+      volumes?: string[];
+      restart?: string;
+      stop_grace_period?: string;
+    }
+  >;
 };
 const collector = parse(read('otel/collector.yaml')) as {
   receivers: { otlp: { protocols: Record<string, { endpoint: string }> } };
@@ -16,6 +32,54 @@ const collector = parse(read('otel/collector.yaml')) as {
   service: { pipelines: Record<string, { receivers: string[]; processors: string[]; exporters: string[] }> };
 };
 const dockerfile = read('Dockerfile');
+
+const cleanups: (() => Promise<unknown> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** A compose duration ("1m30s", "40s", "500ms") in milliseconds. */
+function durationMs(text: string): number {
+  const units: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1_000, ms: 1, us: 0.001 };
+  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us)/g)];
+  expect(parts.map((part) => part[0]).join('')).toBe(text);
+  return parts.reduce((total, [, value, unit]) => total + Number(value) * units[unit!]!, 0);
+}
+
+/** The Dockerfile's HEALTHCHECK: its options and its exec-form command. */
+function healthcheck(): { options: Record<string, string>; command: string[] } {
+  const match = /^HEALTHCHECK((?: --[\w-]+=\S+)*) \\?\s*CMD (\[.*\])$/m.exec(dockerfile);
+  expect(match, 'a HEALTHCHECK with an exec-form CMD').not.toBeNull();
+  const options = Object.fromEntries([...match![1]!.matchAll(/--([\w-]+)=(\S+)/g)].map((option) => [option[1]!, option[2]!]));
+  return { options, command: JSON.parse(match![2]!) as string[] };
+}
+
+/** Runs the image's health check command here with `PORT`; its exit code. */
+function runHealthcheck(port: number): Promise<number> {
+  const [file, ...args] = healthcheck().command;
+  return new Promise((resolve) => {
+    execFile(file === 'node' ? process.execPath : file!, args, { env: { PATH: process.env['PATH'] ?? '', PORT: String(port) } }, (error) =>
+      resolve(error === null ? 0 : Number(error.code ?? -1)),
+    );
+  });
+}
+
+/** A loopback server answering every request with `status`; its port. */
+async function answering(status: number): Promise<number> {
+  const server = createServer((_request, response) => response.writeHead(status).end('{}'));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(() => new Promise((resolve) => server.close(resolve)));
+  return (server.address() as AddressInfo).port;
+}
+
+/** A loopback port that was just free and on which nothing listens now. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
 
 const hostPort = (endpoint: string) => {
   const url = new URL(endpoint.includes('://') ? endpoint : `http://${endpoint}`);
@@ -100,5 +164,42 @@ describe('docker-compose.yml, otel/collector.yaml and the Dockerfile agree', () 
     expect(target).not.toBeNull();
     expect(Number(target![1])).toBe(24);
     expect(Number(target![2])).toBeLessThan(19);
+  });
+
+  it('checks health with node (the slim image has no curl) against /v1/ready, in exec form, within its timeout', () => {
+    const { options, command } = healthcheck();
+    expect(command.slice(0, 2)).toEqual(['node', '-e']);
+    expect(command[2]).toContain('/v1/ready');
+    expect(command[2]).toContain('process.env.PORT');
+    const timeout = /AbortSignal\.timeout\((\d+)\)/.exec(command[2]!);
+    expect(Number(timeout?.[1])).toBeLessThan(durationMs(options['timeout']!));
+    // Replaying what an earlier process left may take a while: no failures counted before it ends.
+    expect(durationMs(options['start-period']!)).toBeGreaterThan(0);
+  });
+
+  it('the health check passes against a ready gateway, and fails on a 503 or when nothing listens', async () => {
+    const gateway = await startTestGateway();
+    cleanups.push(() => gateway.stop());
+    expect(await runHealthcheck(Number(new URL(gateway.url).port))).toBe(0);
+    expect(await runHealthcheck(await answering(503))).toBe(1);
+    expect(await runHealthcheck(await closedPort())).toBe(1);
+  });
+
+  it('runs node itself as the container process, so docker stop\'s SIGTERM reaches the gateway', () => {
+    const cmd = /^CMD (\[.*\])$/m.exec(dockerfile.split(/^FROM /m).at(-1)!);
+    expect(cmd).not.toBeNull();
+    expect((JSON.parse(cmd![1]!) as string[])[0]).toBe('node');
+  });
+
+  it('restarts the gateway unless stopped, and gives it longer to stop than its shutdown timeout', () => {
+    const service = services['threadline']!;
+    expect(service.restart).toBe('unless-stopped');
+    const { shutdownTimeoutMs } = readGatewayConfig({ ...service.environment, THREADLINE_WEBHOOK_TOKEN: 'a-long-random-string' });
+    // Spans are flushed after the drain: room for that beyond the shutdown timeout itself.
+    expect(durationMs(service.stop_grace_period ?? '10s')).toBeGreaterThanOrEqual(shutdownTimeoutMs + 5_000);
+  });
+
+  it('keeps the .env holding the webhook token out of the build context', () => {
+    expect(read('.dockerignore').split('\n')).toContain('.env');
   });
 });

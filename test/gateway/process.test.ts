@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DeliveryReceiver } from '../../src/testing/index.js';
+import { until } from '../helpers/gateway.js';
 import { collectOutput, spawnGateway } from '../helpers/gateway-process.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -143,6 +144,30 @@ describe('the gateway process', () => {
       expect(attributes['chat.id']).toMatch(/^c[012]$/);
       expect(attributes['chat.thread.id']).toBe('th');
     }
+  });
+
+  it('while draining answers /v1/health, refuses /v1/ready, and a second SIGINT (Ctrl-C under npm sends two) does not cut the drain short', async () => {
+    const target = await neverAnswering();
+    const gateway = await startProcess({
+      THREADLINE_DATA_DIR: tempDir(),
+      THREADLINE_WEBHOOK_DELIVERY_URL: target.url,
+      // The send never ends: the drain lasts until this deadline, long enough to probe it.
+      THREADLINE_SHUTDOWN_TIMEOUT_MS: '3000',
+    });
+    expect(await post(gateway.url, { chat_id: 'c', text: 'held' })).toBe(202);
+    await until(() => target.requests() > 0);
+    const probe = async (path: string) => {
+      const response = await fetch(`${gateway.url}${path}`);
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
+    expect((await probe('/v1/ready')).status).toBe(200);
+
+    gateway.child.kill('SIGINT');
+    await until(async () => (await probe('/v1/ready')).status === 503);
+    expect((await probe('/v1/ready')).body['code']).toBe('TL_SHUTTING_DOWN');
+    expect(await probe('/v1/health')).toMatchObject({ status: 200, body: { status: 'stopping' } });
+    gateway.child.kill('SIGINT');
+    expect(await gateway.exited).toBe(0);
   });
 
   it('refuses a second gateway on the same data dir: exit 1 naming the directory and the holder\'s pid', async () => {

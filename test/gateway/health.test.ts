@@ -1,0 +1,159 @@
+import { rmSync } from 'node:fs';
+import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Agent } from '../../src/agent/agent.js';
+import { EchoAgent } from '../../src/agent/echo-agent.js';
+import { Gateway } from '../../src/gateway/gateway.js';
+import { readGatewayConfig } from '../../src/gateway/gateway-config.js';
+import { buildServer } from '../../src/gateway/server.js';
+import { SqliteStore } from '../../src/store/sqlite-store.js';
+import type { OutboxPressure, Store } from '../../src/store/store.js';
+import { startTestGateway } from '../../src/testing/index.js';
+import { until } from '../helpers/gateway.js';
+import { useTempDir } from '../helpers/temp-dir.js';
+
+const tempDir = useTempDir('health');
+const cleanups: (() => Promise<unknown> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** How the store answers the probes' query: as it is, with an error, or never. */
+type StoreMode = 'answers' | 'fails' | 'hangs';
+
+/** A gateway (not started) behind its HTTP face, over a SQLite store whose probe query the test controls. */
+async function probedGateway(): Promise<{ gateway: Gateway; app: FastifyInstance; setStore(mode: StoreMode): void }> {
+  const sqlite = await SqliteStore.open(`${tempDir()}/health-${cleanups.length}.db`);
+  let mode: StoreMode = 'answers';
+  const pressure = (max: number): Promise<OutboxPressure> => {
+    if (mode === 'fails') return Promise.reject(new Error('disk I/O error'));
+    if (mode === 'hangs') return new Promise(() => {});
+    return sqlite.outbox.pressure(max);
+  };
+  const store: Store = {
+    messages: sqlite.messages,
+    outbox: { ...sqlite.outbox, pressure },
+    homes: sqlite.homes,
+    conversations: sqlite.conversations,
+    close: () => sqlite.close(),
+  };
+  const config = readGatewayConfig({ THREADLINE_DATA_DIR: tempDir() });
+  const logger = pino({ level: 'silent' });
+  const gateway = new Gateway({
+    store,
+    platforms: [],
+    agent: new EchoAgent(),
+    logger,
+    concurrency: 1,
+    queueCapacity: 10,
+    perUserGroupSessions: false,
+    strictRouting: false,
+    outbox: {
+      maxAttempts: 3,
+      giveUpAfterMs: 60_000,
+      backoff: { baseMs: 10, maxMs: 100, maxRetryAfterMs: 1_000 },
+      maxInFlight: 1,
+      leaseMs: 60_000,
+      maxOpenPerDestination: 10,
+      maxOpenTotal: 100,
+    },
+  });
+  const app = buildServer(gateway, [], logger, config.http, { storeTimeoutMs: 50 });
+  cleanups.push(async () => {
+    mode = 'answers';
+    await gateway.stop(0);
+    await app.close();
+    await sqlite.close();
+  });
+  return { gateway, app, setStore: (next) => void (mode = next) };
+}
+
+/** A probe's status and JSON body; fails fast rather than waiting out the test's timeout if it hangs. */
+async function probe(app: FastifyInstance, path: '/v1/health' | '/v1/ready'): Promise<{ status: number; body: Record<string, unknown> }> {
+  const hung = new Promise<never>((_resolve, reject) => setTimeout(() => reject(new Error(`${path} did not answer`)), 5_000).unref());
+  const response = await Promise.race([app.inject({ method: 'GET', url: path }), hung]);
+  return { status: response.statusCode, body: response.json() as Record<string, unknown> };
+}
+
+describe('/v1/health (alive) and /v1/ready (takes messages)', () => {
+  it('while starting: alive, not ready (TL_STARTING); both 200 once intake opens', async () => {
+    const { gateway, app } = await probedGateway();
+    expect(await probe(app, '/v1/health')).toMatchObject({ status: 200, body: { status: 'starting', queued: 0, outbox_pending: 0 } });
+    const ready = await probe(app, '/v1/ready');
+    expect(ready.status).toBe(503);
+    expect(ready.body).toEqual({ error: expect.stringContaining('starting'), code: 'TL_STARTING' });
+
+    await gateway.start();
+    expect(await probe(app, '/v1/ready')).toEqual({ status: 200, body: { status: 'ok', reasons: [] } });
+    expect(await probe(app, '/v1/health')).toMatchObject({ status: 200, body: { status: 'ok', reasons: [] } });
+  });
+
+  it('when the store fails: alive and saying why, not ready (TL_STORE_FAILED); ready again once it answers', async () => {
+    const { gateway, app, setStore } = await probedGateway();
+    await gateway.start();
+    setStore('fails');
+    const health = await probe(app, '/v1/health');
+    expect(health.status).toBe(200);
+    expect(health.body).toMatchObject({ status: 'degraded', queued: 0, outbox_pending: null });
+    expect(String((health.body['reasons'] as string[])[0])).toMatch(/TL_STORE_FAILED.*disk I\/O error/);
+    expect(await probe(app, '/v1/ready')).toEqual({
+      status: 503,
+      body: { error: expect.stringContaining('disk I/O error'), code: 'TL_STORE_FAILED' },
+    });
+
+    setStore('answers');
+    expect((await probe(app, '/v1/ready')).status).toBe(200);
+  });
+
+  it('when the store hangs: both answer within the probe timeout, ready with 503 TL_STORE_FAILED', async () => {
+    const { gateway, app, setStore } = await probedGateway();
+    await gateway.start();
+    setStore('hangs');
+    expect(await probe(app, '/v1/ready')).toEqual({
+      status: 503,
+      body: { error: 'The store did not answer within 50 ms', code: 'TL_STORE_FAILED' },
+    });
+    const health = await probe(app, '/v1/health');
+    expect(health).toMatchObject({ status: 200, body: { status: 'degraded' } });
+    expect(String((health.body['reasons'] as string[])[0])).toContain('did not answer within 50 ms');
+  });
+
+  it('while draining: alive (status stopping), not ready (TL_SHUTTING_DOWN), until the turn under way has finished', async () => {
+    let turnStarted!: () => void;
+    const started = new Promise<void>((resolve) => (turnStarted = resolve));
+    let finishTurn!: () => void;
+    const finish = new Promise<void>((resolve) => (finishTurn = resolve));
+    const agent: Agent = {
+      async handle(turn) {
+        turnStarted();
+        await finish;
+        await turn.reply('done');
+      },
+    };
+    const g = await startTestGateway({ agent });
+    let stopped: Promise<void> | undefined;
+    cleanups.push(async () => {
+      finishTurn();
+      await (stopped ?? g.running.stop());
+      await g.receiver.close();
+      rmSync(g.dataDir, { recursive: true, force: true });
+    });
+    const get = async (path: string) => {
+      const response = await fetch(`${g.url}${path}`);
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
+    expect((await get('/v1/ready')).status).toBe(200);
+    expect((await g.send({ chat_id: 'c', text: 'slow' })).status).toBe(202);
+    await started;
+
+    stopped = g.running.stop();
+    await until(async () => (await get('/v1/ready')).status === 503);
+    expect((await get('/v1/ready')).body).toEqual({ error: expect.stringContaining('stopping'), code: 'TL_SHUTTING_DOWN' });
+    expect(await get('/v1/health')).toMatchObject({ status: 200, body: { status: 'stopping', queued: 1 } });
+
+    finishTurn();
+    await stopped;
+    expect(g.receiver.unique().size).toBe(1);
+  });
+});
