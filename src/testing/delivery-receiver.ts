@@ -1,16 +1,10 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { startLocalServer, type LocalRequest, type LocalResponse, type LocalServer } from './local-server.js';
+import type { WebhookDelivery } from '../platforms/webhook/webhook-schema.js';
 
 /** The JSON body the webhook platform POSTs for each delivery. */
-export interface WebhookDeliveryBody {
-  chat_id: string;
-  thread_id: string | null;
-  text: string;
-  kind: 'reply' | 'notification' | 'cron' | 'send';
-  in_reply_to?: string;
-  trace_id: string;
-  idempotency_key: string;
-}
+/** What the gateway POSTs to THREADLINE_WEBHOOK_DELIVERY_URL, as its schema states it. */
+export type WebhookDeliveryBody = WebhookDelivery;
 
 export interface ReceivedDelivery {
   readonly body: WebhookDeliveryBody;

@@ -1,7 +1,7 @@
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OtlpProtobufSpanExporter } from '../../src/telemetry/otlp-protobuf-span-exporter.js';
 import { installTestTelemetry, startTestGateway, type TestGateway } from '../../src/testing/index.js';
 import { OtlpReceiver } from '../helpers/otlp-receiver.js';
 
@@ -18,10 +18,10 @@ describe('webhook routing under load', () => {
   beforeAll(async () => {
     protobufReceiver = await OtlpReceiver.start();
     jsonReceiver = await OtlpReceiver.start();
-    // Spans also leave through the OTLP exporters a gateway uses, one per encoding (threadline's
-    // protobuf encoder, the SDK's JSON one), and are decoded as a collector would.
+    // Spans also leave through the OTLP exporters a gateway uses, one per encoding (protobuf
+    // and JSON), and are decoded as a collector would.
     installTestTelemetry([
-      new BatchSpanProcessor(new OtlpProtobufSpanExporter({ url: protobufReceiver.url }), { maxQueueSize: 20_000 }),
+      new BatchSpanProcessor(new OtlpProtobufExporter({ url: protobufReceiver.url }), { maxQueueSize: 20_000 }),
       new BatchSpanProcessor(new OtlpJsonExporter({ url: jsonReceiver.url }), { maxQueueSize: 20_000 }),
     ]);
     gateway = await startTestGateway({ env: { THREADLINE_CONCURRENCY: '64' } });

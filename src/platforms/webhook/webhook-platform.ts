@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { ThreadlineError } from '../../errors.js';
@@ -8,7 +9,16 @@ import { HttpPoster } from '../http-delivery.js';
 import { safeUrl } from '../../telemetry/redact-secrets.js';
 import { AcceptOnce } from '../accept-once.js';
 import type { Idempotency, InboundMessage, Intake, OutboundMessage, Platform } from '../platform.js';
-import { webhookMessageSchema, type WebhookMessageBody } from './webhook-schema.js';
+import {
+  MAX_IDEMPOTENCY_KEY,
+  WEBHOOK_TAG,
+  WEBHOOK_TOKEN_SCHEME,
+  webhookMessageSchema,
+  webhookRequestHeaders,
+  webhookResponseSchemas,
+  type WebhookDelivery,
+  type WebhookMessageBody,
+} from './webhook-schema.js';
 
 export interface WebhookOptions {
   /** THREADLINE_WEBHOOK_TOKEN: when set, inbound requests need `Authorization: Bearer <token>`. */
@@ -25,7 +35,6 @@ export interface WebhookOptions {
 
 export const WEBHOOK_PATH = '/v1/messages';
 const MAX_BODY_BYTES = 64 * 1024;
-const MAX_IDEMPOTENCY_KEY = 256;
 
 /** The generic webhook platform: JSON in on POST /v1/messages, JSON out to a delivery URL. */
 export class WebhookPlatform implements Platform {
@@ -47,11 +56,24 @@ export class WebhookPlatform implements Platform {
 
   register(app: FastifyInstance, intake: Intake): void {
     const { token } = this.options;
-    app.post<{ Body: WebhookMessageBody }>(
+    // The type provider infers request.body and each answer from the TypeBox schemas.
+    app.withTypeProvider<TypeBoxTypeProvider>().post(
       WEBHOOK_PATH,
       {
         bodyLimit: MAX_BODY_BYTES,
-        schema: { body: webhookMessageSchema },
+        schema: {
+          tags: [WEBHOOK_TAG],
+          operationId: 'postMessage',
+          summary: 'Send a message into a chat; its replies are POSTed to THREADLINE_WEBHOOK_DELIVERY_URL',
+          // Either scheme: the token is required only when THREADLINE_WEBHOOK_TOKEN is configured.
+          security: [{ [WEBHOOK_TOKEN_SCHEME]: [] }, {}],
+          body: webhookMessageSchema,
+          response: webhookResponseSchemas,
+        },
+        config: {
+          // Documented only: the handler, not Ajv, checks these headers and answers in its own words.
+          swaggerTransform: ({ schema, url }) => ({ schema: { ...schema, headers: webhookRequestHeaders }, url }),
+        },
         // Before the body is read: an unauthenticated caller gets 401, not a parse error.
         onRequest: async (request) => {
           if (token !== undefined && !secretsMatch(bearerToken(request.headers.authorization), token)) {
@@ -91,7 +113,7 @@ export class WebhookPlatform implements Platform {
 
   async send(message: OutboundMessage, signal: AbortSignal): Promise<void> {
     const url = this.deliveryUrl;
-    const payload = {
+    const payload: WebhookDelivery = {
       chat_id: message.destination.chatId,
       thread_id: message.destination.threadId ?? null,
       text: message.text,
