@@ -1,8 +1,10 @@
 import { ConfigError } from './errors.js';
 
 /**
- * Typed readers for configuration variables. Each refuses a value it cannot use with a
- * ConfigError naming the variable, so a typo stops start-up instead of changing behaviour.
+ * Typed parsers for configuration variables, under the settings table (src/config/): read a
+ * setting through src/config/read-setting.ts, which takes its default and bounds from the
+ * table. Each refuses a value it cannot use with a ConfigError naming the variable, so a
+ * typo stops start-up instead of changing behaviour.
  */
 export function envString(env: NodeJS.ProcessEnv, name: string): string | undefined {
   const value = env[name]?.trim();

@@ -1,2 +1,2 @@
-/** package.json's version (kept equal by `npm version` and a test): service.version, the tracer's version, --version. */
+/** package.json's version: service.version, the tracer's version, --version. `npm version` rewrites it (src/config/sync-version.ts); a test keeps them equal. */
 export const VERSION = '0.1.0';

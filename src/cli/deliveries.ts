@@ -6,6 +6,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CommanderError, InvalidArgumentError, Option, type Command } from 'commander';
+import { readText } from '../config/read-setting.js';
 import { formatDestination, type DeliveryRecord } from '../deliveries/delivery.js';
 import { ThreadlineError } from '../errors.js';
 import type { Store } from '../store/store.js';
@@ -15,6 +16,8 @@ export interface CliIo {
   out(text: string): void;
   err(text: string): void;
   readonly env: NodeJS.ProcessEnv;
+  /** Colour marks: true when writing to a terminal that shows colours. */
+  readonly color?: boolean;
 }
 
 const DEFAULT_LIMIT = 100;
@@ -106,7 +109,7 @@ function parseChatId(value: string): string {
 
 /** Opens the existing store (never creates one), runs `use`, closes it; failures exit 1. */
 async function withStore<T>(dataDir: string | undefined, io: CliIo, use: (store: Store) => Promise<T>): Promise<T> {
-  const path = resolve(dataDir ?? (io.env['THREADLINE_DATA_DIR'] || './data'), 'threadline.db');
+  const path = resolve(dataDir ?? readText(io.env, 'THREADLINE_DATA_DIR'), 'threadline.db');
   if (!existsSync(path)) {
     fail(io, `No store at ${path}: pass --data-dir or set THREADLINE_DATA_DIR to the gateway's data directory [TL_STORE_FAILED]`);
   }
@@ -205,7 +208,7 @@ function head(text: string): string {
 }
 
 /** One printable line: text from chats and receivers must not move the cursor or recolor the terminal. */
-function printable(text: string): string {
+export function printable(text: string): string {
   return text.replace(/[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu, escape);
 }
 

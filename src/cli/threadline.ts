@@ -1,39 +1,47 @@
 #!/usr/bin/env node
 /**
- * The `threadline` command: `start` runs the gateway, `deliveries` inspects and retries its
- * outbox. Exit codes: 0 done, 1 not found or no store, 2 bad usage.
+ * The `threadline` command: `start` (the default) runs the gateway, `config` shows its
+ * settings, `doctor` checks what start-up needs, `deliveries` inspects and retries its outbox.
+ * Exit codes: 0 done, 1 failed (invalid setting, failed check, not found, no store), 2 bad usage.
  */
-import { readFileSync, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { Command, CommanderError } from 'commander';
+import pc from 'picocolors';
+import { VERSION } from '../version.js';
+import { registerConfig } from './config.js';
 import { registerDeliveries, type CliIo } from './deliveries.js';
+import { registerDoctor, type DoctorOptions } from './doctor.js';
 
 export type { CliIo } from './deliveries.js';
 
-export function buildProgram(io: CliIo): Command {
+export function buildProgram(io: CliIo, doctor: DoctorOptions = {}): Command {
   // Settings before any subcommand: commander copies them into each one as it is created.
   const program = new Command('threadline')
     .description('A chat gateway that carries each conversation\'s routing inside the OpenTelemetry trace context.')
-    .version(packageVersion())
+    .version(VERSION)
     .exitOverride()
     .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) })
     .showHelpAfterError('(add --help for usage)');
   program
     .command('start')
-    .description('start the gateway, configured by THREADLINE_* variables (see the README)')
+    .description('start the gateway (the default), configured by environment variables: see threadline config')
     .action(async () => {
       // The telemetry bootstrap must patch http before the gateway's modules load it.
       await import('../telemetry/register.js');
       await import('./main.js');
     });
+  registerConfig(program, io);
+  registerDoctor(program, io, doctor);
   registerDeliveries(program, io);
   return program;
 }
 
 /** Runs the program on `argv` (without node and script) and says its exit code. */
-export async function runThreadline(argv: readonly string[], io: CliIo): Promise<number> {
+export async function runThreadline(argv: readonly string[], io: CliIo, doctor: DoctorOptions = {}): Promise<number> {
   try {
-    await buildProgram(io).parseAsync(argv, { from: 'user' });
+    // Not commander's isDefault, which would take a mistyped command for start's argument.
+    await buildProgram(io, doctor).parseAsync(argv.length === 0 ? ['start'] : argv, { from: 'user' });
     return 0;
   } catch (error) {
     if (!(error instanceof CommanderError)) throw error;
@@ -41,11 +49,6 @@ export async function runThreadline(argv: readonly string[], io: CliIo): Promise
     // Our own failures carry their code; everything commander refuses is a usage error.
     return error.code.startsWith('threadline.') ? error.exitCode : 2;
   }
-}
-
-function packageVersion(): string {
-  const url = new URL('../../package.json', import.meta.url);
-  return (JSON.parse(readFileSync(url, 'utf8')) as { version: string }).version;
 }
 
 /** True when node runs this file (also through npm's bin symlink), not when a test imports it. */
@@ -65,5 +68,6 @@ if (isEntryPoint()) {
     out: (text) => process.stdout.write(text),
     err: (text) => process.stderr.write(text),
     env: process.env,
+    color: process.stdout.isTTY === true && pc.isColorSupported,
   });
 }

@@ -1,6 +1,6 @@
 import { BlockList, isIP } from 'node:net';
 import { ConfigError } from '../errors.js';
-import { envFlag, envInteger, envOneOf, envString, envUrl } from '../env-vars.js';
+import { readChoice, readFlag, readInteger, readText, readUrl } from '../config/read-setting.js';
 import { Admins } from '../agent/admins.js';
 import { parseKeepBaggage, type KeepBaggage } from '../session/index.js';
 
@@ -64,49 +64,43 @@ export interface HttpLimits {
   readonly maxConnections: number;
 }
 
-const HOUR_MS = 3_600_000;
-const DAY_MS = 24 * HOUR_MS;
-
-/** The gateway's configuration, read once at start-up; every variable is in the README. */
+/** The gateway's configuration, read once at start-up through the settings table (src/config/settings.ts). */
 export function readGatewayConfig(env: NodeJS.ProcessEnv = process.env): GatewayConfig {
   return {
-    port: envInteger(env, 'PORT', 8787, 0, 65535),
-    host: envString(env, 'HOST') ?? '127.0.0.1',
-    dataDir: envString(env, 'THREADLINE_DATA_DIR') ?? './data',
+    port: readInteger(env, 'PORT'),
+    host: readText(env, 'HOST'),
+    dataDir: readText(env, 'THREADLINE_DATA_DIR'),
     webhook: {
-      token: envString(env, 'THREADLINE_WEBHOOK_TOKEN'),
-      deliveryUrl: envUrl(env, 'THREADLINE_WEBHOOK_DELIVERY_URL'),
+      token: readText(env, 'THREADLINE_WEBHOOK_TOKEN'),
+      deliveryUrl: readUrl(env, 'THREADLINE_WEBHOOK_DELIVERY_URL'),
     },
     telegram: telegramConfig(env),
     slack: slackConfig(env),
-    admins: Admins.parse(envString(env, 'THREADLINE_ADMINS')),
-    inboundBaggage: parseKeepBaggage(env['THREADLINE_INBOUND_BAGGAGE']),
-    concurrency: envInteger(env, 'THREADLINE_CONCURRENCY', 64, 1, 10_000),
-    queueCapacity: envInteger(env, 'THREADLINE_QUEUE_CAPACITY', 10_000, 1, 10_000_000),
-    perUserGroupSessions: envOneOf(env, 'THREADLINE_GROUP_SESSIONS', ['shared', 'per-user'], 'shared') === 'per-user',
-    strictRouting: envFlag(env, 'THREADLINE_STRICT_ROUTING'),
-    deliveryMaxAttempts: envInteger(env, 'THREADLINE_DELIVERY_MAX_ATTEMPTS', 10, 1, 1000),
-    deliveryBackoffMs: envInteger(env, 'THREADLINE_DELIVERY_BACKOFF_MS', 500, 1, 3_600_000),
-    deliveryBackoffMaxMs: envInteger(env, 'THREADLINE_DELIVERY_BACKOFF_MAX_MS', 300_000, 1, 86_400_000),
-    deliveryMaxRetryAfterMs: envInteger(env, 'THREADLINE_DELIVERY_MAX_RETRY_AFTER_MS', HOUR_MS, 0, 7 * DAY_MS),
-    deliveryGiveUpMs: envInteger(env, 'THREADLINE_DELIVERY_GIVE_UP_MS', DAY_MS, 1, 30 * DAY_MS),
-    // At least 15 s: longer than a send may take (10 s), so a send under way is not claimed twice.
-    deliveryLeaseMs: envInteger(env, 'THREADLINE_DELIVERY_LEASE_MS', 60_000, 15_000, HOUR_MS),
-    outboxMaxPerChat: envInteger(env, 'THREADLINE_OUTBOX_MAX_PER_CHAT', 1_000, 1, 10_000_000),
-    outboxMaxPending: envInteger(env, 'THREADLINE_OUTBOX_MAX_PENDING', 100_000, 1, 100_000_000),
-    deadLetterRetentionMs: envInteger(env, 'THREADLINE_DEAD_LETTER_RETENTION_MS', 7 * DAY_MS, 0, 365 * DAY_MS),
-    webhookIdempotencyMs: envInteger(env, 'THREADLINE_WEBHOOK_IDEMPOTENCY_MS', DAY_MS, 1, 30 * DAY_MS),
-    shutdownTimeoutMs: envInteger(env, 'THREADLINE_SHUTDOWN_TIMEOUT_MS', 30_000, 0, 3_600_000),
+    admins: Admins.parse(readText(env, 'THREADLINE_ADMINS')),
+    inboundBaggage: parseKeepBaggage(readText(env, 'THREADLINE_INBOUND_BAGGAGE')),
+    concurrency: readInteger(env, 'THREADLINE_CONCURRENCY'),
+    queueCapacity: readInteger(env, 'THREADLINE_QUEUE_CAPACITY'),
+    perUserGroupSessions: readChoice(env, 'THREADLINE_GROUP_SESSIONS') === 'per-user',
+    strictRouting: readFlag(env, 'THREADLINE_STRICT_ROUTING'),
+    deliveryMaxAttempts: readInteger(env, 'THREADLINE_DELIVERY_MAX_ATTEMPTS'),
+    deliveryBackoffMs: readInteger(env, 'THREADLINE_DELIVERY_BACKOFF_MS'),
+    deliveryBackoffMaxMs: readInteger(env, 'THREADLINE_DELIVERY_BACKOFF_MAX_MS'),
+    deliveryMaxRetryAfterMs: readInteger(env, 'THREADLINE_DELIVERY_MAX_RETRY_AFTER_MS'),
+    deliveryGiveUpMs: readInteger(env, 'THREADLINE_DELIVERY_GIVE_UP_MS'),
+    deliveryLeaseMs: readInteger(env, 'THREADLINE_DELIVERY_LEASE_MS'),
+    outboxMaxPerChat: readInteger(env, 'THREADLINE_OUTBOX_MAX_PER_CHAT'),
+    outboxMaxPending: readInteger(env, 'THREADLINE_OUTBOX_MAX_PENDING'),
+    deadLetterRetentionMs: readInteger(env, 'THREADLINE_DEAD_LETTER_RETENTION_MS'),
+    webhookIdempotencyMs: readInteger(env, 'THREADLINE_WEBHOOK_IDEMPOTENCY_MS'),
+    shutdownTimeoutMs: readInteger(env, 'THREADLINE_SHUTDOWN_TIMEOUT_MS'),
     http: httpLimits(env),
     unauthenticatedOffLoopback: unauthenticatedOffLoopback(env),
   };
 }
 
 function httpLimits(env: NodeJS.ProcessEnv): HttpLimits {
-  // 30 s: a 64 KiB body takes well under a second even on a poor mobile link. At most Node's own 5 minutes.
-  const requestTimeoutMs = envInteger(env, 'THREADLINE_HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 300_000);
-  // 10 s: headers are a few hundred bytes; a shorter hold frees a slow or silent client's slot sooner.
-  const headersTimeoutMs = envInteger(env, 'THREADLINE_HTTP_HEADERS_TIMEOUT_MS', Math.min(10_000, requestTimeoutMs), 100, 300_000);
+  const requestTimeoutMs = readInteger(env, 'THREADLINE_HTTP_REQUEST_TIMEOUT_MS');
+  const headersTimeoutMs = readInteger(env, 'THREADLINE_HTTP_HEADERS_TIMEOUT_MS');
   if (headersTimeoutMs > requestTimeoutMs) {
     throw new ConfigError(
       'THREADLINE_HTTP_HEADERS_TIMEOUT_MS',
@@ -116,10 +110,8 @@ function httpLimits(env: NodeJS.ProcessEnv): HttpLimits {
   return {
     requestTimeoutMs,
     headersTimeoutMs,
-    // 65 s: above the 60 s idle timeout of common load balancers, so they close first and never reuse a closing socket.
-    keepAliveTimeoutMs: envInteger(env, 'THREADLINE_HTTP_KEEP_ALIVE_TIMEOUT_MS', 65_000, 100, 3_600_000),
-    // 1,024: far above Telegram's 100 webhook connections or a balancer's pool; at most 64 MiB of bodies in flight.
-    maxConnections: envInteger(env, 'THREADLINE_HTTP_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
+    keepAliveTimeoutMs: readInteger(env, 'THREADLINE_HTTP_KEEP_ALIVE_TIMEOUT_MS'),
+    maxConnections: readInteger(env, 'THREADLINE_HTTP_MAX_CONNECTIONS'),
   };
 }
 
@@ -137,9 +129,11 @@ function isLoopback(host: string): boolean {
  * that is refused unless THREADLINE_ALLOW_UNAUTHENTICATED=1 says it is meant.
  */
 function unauthenticatedOffLoopback(env: NodeJS.ProcessEnv): boolean {
-  const host = envString(env, 'HOST'); // unset: 127.0.0.1
-  if (host === undefined || isLoopback(host) || envString(env, 'THREADLINE_WEBHOOK_TOKEN') !== undefined) return false;
-  if (envFlag(env, 'THREADLINE_ALLOW_UNAUTHENTICATED')) return true;
+  const host = readText(env, 'HOST');
+  // Read first: a bad value is refused even where it would not matter.
+  const allowed = readFlag(env, 'THREADLINE_ALLOW_UNAUTHENTICATED');
+  if (isLoopback(host) || readText(env, 'THREADLINE_WEBHOOK_TOKEN') !== undefined) return false;
+  if (allowed) return true;
   throw new ConfigError(
     'THREADLINE_WEBHOOK_TOKEN',
     `is required with HOST=${host}, which is not a loopback address: anyone who reaches the port could post to any chat. ` +
@@ -149,35 +143,30 @@ function unauthenticatedOffLoopback(env: NodeJS.ProcessEnv): boolean {
 }
 
 function telegramConfig(env: NodeJS.ProcessEnv): TelegramConfig | undefined {
-  const token = envString(env, 'THREADLINE_TELEGRAM_BOT_TOKEN');
+  // All read before the token decides: a bad value is refused even with Telegram off.
+  const mode = readChoice(env, 'THREADLINE_TELEGRAM_MODE');
+  const webhookSecret = readText(env, 'THREADLINE_TELEGRAM_WEBHOOK_SECRET');
+  const apiRoot = readUrl(env, 'THREADLINE_TELEGRAM_API_ROOT').replace(/\/$/, '');
+  const token = readText(env, 'THREADLINE_TELEGRAM_BOT_TOKEN');
   if (token === undefined) return undefined;
-  const mode = envOneOf(env, 'THREADLINE_TELEGRAM_MODE', ['webhook', 'polling'], 'webhook');
-  const webhookSecret = envString(env, 'THREADLINE_TELEGRAM_WEBHOOK_SECRET');
   if (mode === 'webhook' && webhookSecret === undefined) {
     throw new ConfigError(
       'THREADLINE_TELEGRAM_WEBHOOK_SECRET',
       'is required in webhook mode: pass the same value as secret_token to setWebhook, or set THREADLINE_TELEGRAM_MODE=polling',
     );
   }
-  return {
-    token,
-    mode,
-    webhookSecret,
-    apiRoot: envUrl(env, 'THREADLINE_TELEGRAM_API_ROOT')?.replace(/\/$/, '') ?? 'https://api.telegram.org',
-  };
+  return { token, mode, webhookSecret, apiRoot };
 }
 
 function slackConfig(env: NodeJS.ProcessEnv): SlackConfig | undefined {
-  const botToken = envString(env, 'THREADLINE_SLACK_BOT_TOKEN');
+  // All read before the token decides: a bad value is refused even with Slack off.
+  const signingSecret = readText(env, 'THREADLINE_SLACK_SIGNING_SECRET');
+  const apiUrl = readUrl(env, 'THREADLINE_SLACK_API_URL');
+  const threadTopLevel = readFlag(env, 'THREADLINE_SLACK_THREAD_TOP_LEVEL');
+  const botToken = readText(env, 'THREADLINE_SLACK_BOT_TOKEN');
   if (botToken === undefined) return undefined;
-  const signingSecret = envString(env, 'THREADLINE_SLACK_SIGNING_SECRET');
   if (signingSecret === undefined) {
     throw new ConfigError('THREADLINE_SLACK_SIGNING_SECRET', "is required with a Slack bot token: copy it from the app's Basic Information page");
   }
-  return {
-    botToken,
-    signingSecret,
-    apiUrl: envUrl(env, 'THREADLINE_SLACK_API_URL') ?? 'https://slack.com/api/',
-    threadTopLevel: envFlag(env, 'THREADLINE_SLACK_THREAD_TOP_LEVEL'),
-  };
+  return { botToken, signingSecret, apiUrl, threadTopLevel };
 }

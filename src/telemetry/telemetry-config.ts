@@ -1,9 +1,7 @@
-import { join } from 'node:path';
-import { envFlag, envInteger, envOneOf, envString } from '../env-vars.js';
+import { readChoice, readFlag, readInteger, readText, readUrl } from '../config/read-setting.js';
 import { VERSION } from '../version.js';
 import { ConfigError } from '../errors.js';
 import {
-  DEFAULT_OUTBOUND_POLICY,
   OUTBOUND_KEYS,
   parseKeepBaggage,
   type HostRule,
@@ -11,8 +9,6 @@ import {
   type OutboundBaggagePolicy,
 } from '../session/index.js';
 import type { PrivacyMode, SessionAttributeOptions } from './session-attributes.js';
-
-const MIB = 1024 * 1024;
 
 export type TraceExporterKind = 'file' | 'otlp' | 'console' | 'none';
 export type OtlpProtocol = 'http/protobuf' | 'http/json' | 'grpc';
@@ -56,34 +52,45 @@ export interface TelemetryConfig {
 }
 
 /**
- * Reads the configuration from `env`. Unknown values are refused with a ConfigError naming
- * the variable, so a typo cannot quietly turn tracing or privacy off.
+ * Reads the configuration from `env` through the settings table (src/config/settings.ts).
+ * Unknown values are refused with a ConfigError naming the variable, so a typo cannot quietly
+ * turn tracing or privacy off.
  */
 export function readTelemetryConfig(env: NodeJS.ProcessEnv = process.env): TelemetryConfig {
-  const dataDir = env['THREADLINE_DATA_DIR'] || './data';
   const attributes = readSpanAttributeOptions(env);
-  const logNames = envFlag(env, 'THREADLINE_LOG_NAMES');
+  const logNames = readFlag(env, 'THREADLINE_LOG_NAMES');
   if (logNames && attributes.privacy !== 'plain') throw namesNeedPlainPrivacy(attributes.privacy!);
+  checkSdkSettings(env);
   return {
-    serviceName: env['OTEL_SERVICE_NAME'] || 'threadline',
+    serviceName: readText(env, 'OTEL_SERVICE_NAME'),
     serviceVersion: VERSION,
     exporter: exporterKind(env),
-    otlpProtocol: otlpProtocol(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'),
+    otlpProtocol: readChoice(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'),
     metrics: metricsConfig(env),
     propagators: propagators(env),
-    traceFile: env['THREADLINE_TRACE_FILE'] || join(dataDir, 'traces.jsonl'),
-    traceFileMaxBytes: envInteger(env, 'THREADLINE_TRACE_FILE_MAX_BYTES', 64 * MIB, 64 * 1024, 2 ** 40),
-    traceFileKeep: envInteger(env, 'THREADLINE_TRACE_FILE_KEEP', 4, 1, 100),
-    rejectSpansPerSecond: envInteger(env, 'THREADLINE_REJECT_SPANS_PER_SECOND', 10, 0, 1_000_000),
+    traceFile: readText(env, 'THREADLINE_TRACE_FILE'),
+    traceFileMaxBytes: readInteger(env, 'THREADLINE_TRACE_FILE_MAX_BYTES'),
+    traceFileKeep: readInteger(env, 'THREADLINE_TRACE_FILE_KEEP'),
+    rejectSpansPerSecond: readInteger(env, 'THREADLINE_REJECT_SPANS_PER_SECOND'),
     attributes,
     outboundBaggage: {
-      keys: keyList('THREADLINE_BAGGAGE_KEYS', env['THREADLINE_BAGGAGE_KEYS'] ?? DEFAULT_OUTBOUND_POLICY.keys.join(',')),
+      keys: keyList('THREADLINE_BAGGAGE_KEYS', readText(env, 'THREADLINE_BAGGAGE_KEYS')),
       hosts: hostRules(env),
     },
-    inboundBaggage: parseKeepBaggage(env['THREADLINE_INBOUND_BAGGAGE']),
-    logLevel: envOneOf(env, 'THREADLINE_LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+    inboundBaggage: parseKeepBaggage(readText(env, 'THREADLINE_INBOUND_BAGGAGE')),
+    logLevel: readChoice(env, 'THREADLINE_LOG_LEVEL'),
     logNames,
   };
+}
+
+/** The exporters and the SDK read these themselves; read here too, so a bad value stops start-up like any other. */
+function checkSdkSettings(env: NodeJS.ProcessEnv): void {
+  readUrl(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  readUrl(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  readUrl(env, 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT');
+  readChoice(env, 'OTEL_EXPORTER_OTLP_PROTOCOL');
+  readInteger(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE');
+  readInteger(env, 'OTEL_BSP_MAX_QUEUE_SIZE');
 }
 
 /** As chat names on spans: a name would undo the pseudonyms of its chat. */
@@ -93,39 +100,30 @@ export function namesNeedPlainPrivacy(privacy: string): ConfigError {
 
 /** The span privacy setting; logs follow it too (see createLogger). */
 export function readSpanAttributeOptions(env: NodeJS.ProcessEnv): SessionAttributeOptions {
-  const hmacKey = env['THREADLINE_SPAN_HMAC_KEY'];
+  const hmacKey = readText(env, 'THREADLINE_SPAN_HMAC_KEY');
   return {
-    privacy: envOneOf<PrivacyMode>(env, 'THREADLINE_SPAN_PRIVACY', ['plain', 'hmac', 'off'], 'plain'),
-    includeChatName: envFlag(env, 'THREADLINE_SPAN_CHAT_NAME'),
+    privacy: readChoice(env, 'THREADLINE_SPAN_PRIVACY') satisfies PrivacyMode,
+    includeChatName: readFlag(env, 'THREADLINE_SPAN_CHAT_NAME'),
     ...(hmacKey ? { hmacKey } : {}),
   };
 }
 
-/** The OTLP encoding: the signal's own variable, else the general one. */
-function otlpProtocol(env: NodeJS.ProcessEnv, signalName: string): OtlpProtocol {
-  const name = env[signalName] ? signalName : 'OTEL_EXPORTER_OTLP_PROTOCOL';
-  return envOneOf<OtlpProtocol>(env, name, ['http/protobuf', 'http/json', 'grpc'], 'http/protobuf');
-}
-
 /** Metrics go nowhere unless asked for, or an OTLP endpoint is set (as traces, which default to the file). */
 function metricsConfig(env: NodeJS.ProcessEnv): MetricsConfig {
-  const hasEndpoint = Boolean(env['OTEL_EXPORTER_OTLP_METRICS_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_ENDPOINT']);
-  const disabled = envFlag(env, 'OTEL_SDK_DISABLED');
-  const exporter = envOneOf<MetricsExporterKind>(env, 'OTEL_METRICS_EXPORTER', ['otlp', 'prometheus', 'console', 'none'], hasEndpoint ? 'otlp' : 'none');
+  const exporter = readChoice(env, 'OTEL_METRICS_EXPORTER');
   return {
-    exporter: disabled ? 'none' : exporter,
-    otlpProtocol: otlpProtocol(env, 'OTEL_EXPORTER_OTLP_METRICS_PROTOCOL'),
-    prometheusHost: envString(env, 'OTEL_EXPORTER_PROMETHEUS_HOST') ?? '127.0.0.1',
-    prometheusPort: envInteger(env, 'OTEL_EXPORTER_PROMETHEUS_PORT', 9464, 0, 65535),
-    exportIntervalMs: envInteger(env, 'OTEL_METRIC_EXPORT_INTERVAL', 60_000, 100, 86_400_000),
+    exporter: readFlag(env, 'OTEL_SDK_DISABLED') ? 'none' : exporter,
+    otlpProtocol: readChoice(env, 'OTEL_EXPORTER_OTLP_METRICS_PROTOCOL'),
+    prometheusHost: readText(env, 'OTEL_EXPORTER_PROMETHEUS_HOST'),
+    prometheusPort: readInteger(env, 'OTEL_EXPORTER_PROMETHEUS_PORT'),
+    exportIntervalMs: readInteger(env, 'OTEL_METRIC_EXPORT_INTERVAL'),
   };
 }
 
 /** OTEL_PROPAGATORS: a comma-separated list; `none` alone turns the standard ones off. */
 function propagators(env: NodeJS.ProcessEnv): readonly PropagatorName[] {
   const name = 'OTEL_PROPAGATORS';
-  const value = envString(env, name);
-  if (value === undefined) return ['tracecontext', 'baggage'];
+  const value = readText(env, name);
   const names = [...new Set(value.split(',').map((entry) => entry.trim().toLowerCase()).filter((entry) => entry !== ''))];
   for (const entry of names) {
     if (!PROPAGATOR_NAMES.includes(entry as PropagatorName)) {
@@ -138,9 +136,8 @@ function propagators(env: NodeJS.ProcessEnv): readonly PropagatorName[] {
 
 /** OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER decide; with neither nor an endpoint, the local file. */
 function exporterKind(env: NodeJS.ProcessEnv): TraceExporterKind {
-  if (envFlag(env, 'OTEL_SDK_DISABLED')) return 'none';
-  const hasEndpoint = Boolean(env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_ENDPOINT']);
-  return envOneOf<TraceExporterKind>(env, 'OTEL_TRACES_EXPORTER', ['file', 'otlp', 'console', 'none'], hasEndpoint ? 'otlp' : 'file');
+  if (readFlag(env, 'OTEL_SDK_DISABLED')) return 'none';
+  return readChoice(env, 'OTEL_TRACES_EXPORTER');
 }
 
 function keyList(name: string, value: string): readonly string[] {
@@ -156,8 +153,8 @@ function keyList(name: string, value: string): readonly string[] {
 /** THREADLINE_BAGGAGE_HOSTS="api.example.com=chat.id,session.id;*.internal=chat.platform,chat.id" */
 function hostRules(env: NodeJS.ProcessEnv): HostRule[] {
   const name = 'THREADLINE_BAGGAGE_HOSTS';
-  const value = env[name]?.trim();
-  if (!value) return [];
+  const value = readText(env, name);
+  if (value === undefined) return [];
   return value.split(';').filter((rule) => rule.trim() !== '').map((rule) => {
     const separator = rule.indexOf('=');
     const host = rule.slice(0, separator).trim().toLowerCase();

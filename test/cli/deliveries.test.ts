@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { runThreadline } from '../../src/cli/threadline.js';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
+import { VERSION } from '../../src/version.js';
 import { webhookOrigin } from '../helpers/gateway.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 
@@ -205,7 +206,8 @@ describe('threadline deliveries retry', () => {
 
 describe('threadline', () => {
   it('exits 2 on bad usage', async () => {
-    for (const argv of [[], ['deliveries'], ['deliveries', 'lst'], ['deliveries', 'list', '--nope'], ['frobnicate'], ['deliveries', 'list', '--chat']]) {
+    // No arguments at all is `start` (test/cli/threadline.test.ts).
+    for (const argv of [['deliveries'], ['deliveries', 'lst'], ['deliveries', 'list', '--nope'], ['frobnicate'], ['deliveries', 'list', '--chat']]) {
       const { code, err } = await run(argv);
       expect(code, argv.join(' ')).toBe(2);
       expect(err).not.toBe('');
@@ -222,7 +224,7 @@ describe('threadline', () => {
       expect(code, argv.join(' ')).toBe(0);
       expect(out).toContain('Usage: threadline deliveries');
     }
-    expect(await run(['--version'])).toMatchObject({ code: 0, out: '0.1.0\n' });
+    expect(await run(['--version'])).toMatchObject({ code: 0, out: `${VERSION}\n` });
   });
 
   it('start loads the telemetry bootstrap before the gateway', async () => {

@@ -1,0 +1,75 @@
+/**
+ * Each setting as `threadline config` shows it: the value in force, where it came from, and
+ * the default. Secrets show as `(set)` and URLs keep origin and path only, so the output can
+ * be pasted into an issue.
+ */
+import { ConfigError } from '../errors.js';
+import { safeUrl } from '../telemetry/redact-secrets.js';
+import { checkConfiguration, readSetting } from './check-configuration.js';
+import { isSet } from './read-setting.js';
+import { SETTINGS, SETTING_NAMES, type Setting, type SettingGroup, type SettingName } from './settings.js';
+
+export interface SettingState {
+  readonly name: SettingName;
+  readonly group: SettingGroup;
+  /** What is in force, as shown: undefined when unset with no default, `(set)` for a secret. */
+  readonly value: string | undefined;
+  readonly source: 'environment' | 'default';
+  /** The default, in words where it depends on other settings. */
+  readonly default: string;
+  readonly secret: boolean;
+  /** Why the value is refused, when it is. */
+  readonly error?: string;
+}
+
+export interface ConfigurationState {
+  readonly settings: readonly SettingState[];
+  /** Every problem, in table order; empty when the gateway would start. */
+  readonly errors: readonly ConfigError[];
+}
+
+export const SECRET_SET = '(set)';
+
+export function describeConfiguration(env: NodeJS.ProcessEnv): ConfigurationState {
+  const errors = checkConfiguration(env);
+  const errorOf = new Map(errors.map((error) => [error.variable, error.message]));
+  const settings = SETTING_NAMES.map((name): SettingState => {
+    const setting: Setting = SETTINGS[name];
+    const error = errorOf.get(name);
+    const source = isSet(env, name) ? 'environment' : 'default';
+    return {
+      name,
+      group: setting.group,
+      value: shownValue(env, name, setting, source, error !== undefined),
+      source,
+      default: defaultText(setting),
+      secret: setting.secret === true,
+      ...(error === undefined ? {} : { error }),
+    };
+  });
+  return { settings, errors };
+}
+
+/** The default as words: `defaultText` without its Markdown, else the value, else `unset`. */
+export function defaultText(setting: Setting): string {
+  if (setting.defaultText !== undefined) return setting.defaultText.replaceAll('`', '');
+  return setting.default === undefined ? 'unset' : String(setting.default);
+}
+
+function shownValue(env: NodeJS.ProcessEnv, name: SettingName, setting: Setting, source: string, refused: boolean): string | undefined {
+  if (setting.secret) return source === 'environment' ? SECRET_SET : undefined;
+  if (refused) {
+    // A refused URL is not shown: it did not parse, so nothing can be cut out of it.
+    return setting.kind === 'url' ? '(invalid)' : env[name]?.trim();
+  }
+  let value: ReturnType<typeof readSetting>;
+  try {
+    value = readSetting(env, name);
+  } catch (error) {
+    // A default computed from another setting that is refused: that one reports it.
+    if (error instanceof ConfigError) return undefined;
+    throw error;
+  }
+  if (value === undefined) return undefined;
+  return setting.kind === 'url' ? safeUrl(String(value)) : String(value);
+}

@@ -1,0 +1,591 @@
+/**
+ * Every environment variable threadline reads, in one table: its kind, default, range or
+ * choices, whether it is a secret, and what it does. The configuration readers, `threadline
+ * config` and docs/configuration.md all come from here, so none of them can drift.
+ */
+import { join } from 'node:path';
+import { envString } from '../env-vars.js';
+import { readChoice, readInteger, readText } from './read-setting.js';
+import { DEFAULT_OUTBOUND_POLICY } from '../session/outbound-policy.js';
+
+export type SettingGroup =
+  | 'server'
+  | 'webhook'
+  | 'telegram'
+  | 'slack'
+  | 'turns'
+  | 'http'
+  | 'traces'
+  | 'metrics'
+  | 'propagation'
+  | 'privacy';
+
+/** The groups in the order the docs and `threadline config` show them, with their headings. */
+export const SETTING_GROUPS: Readonly<Record<SettingGroup, string>> = {
+  server: 'Server and store',
+  webhook: 'Webhook platform',
+  telegram: 'Telegram',
+  slack: 'Slack',
+  turns: 'Turns, deliveries and the outbox',
+  http: 'HTTP client limits',
+  traces: 'Traces',
+  metrics: 'Metrics',
+  propagation: 'Propagation and baggage',
+  privacy: 'Privacy and logs',
+};
+
+interface SettingBase {
+  readonly group: SettingGroup;
+  /** One line: what the setting does. */
+  readonly description: string;
+  /** Shown as `(set)` by `threadline config`, never its value. */
+  readonly secret?: boolean;
+  /** The default in words, where it depends on other settings. */
+  readonly defaultText?: string;
+}
+
+export interface IntegerSetting extends SettingBase {
+  readonly kind: 'integer';
+  readonly default: number;
+  readonly min: number;
+  readonly max: number;
+  readonly defaultFrom?: (env: NodeJS.ProcessEnv) => number;
+}
+
+/** `1`/`true` or `0`/`false`, any case. */
+export interface FlagSetting extends SettingBase {
+  readonly kind: 'flag';
+  readonly default: false;
+}
+
+export interface ChoiceSetting extends SettingBase {
+  readonly kind: 'choice';
+  readonly choices: readonly string[];
+  readonly default: string;
+  readonly defaultFrom?: (env: NodeJS.ProcessEnv) => string;
+}
+
+/** Free text its reader parses (`format` says how), or an http(s) URL. */
+export interface TextSetting extends SettingBase {
+  readonly kind: 'text' | 'url';
+  readonly default: string | undefined;
+  readonly defaultFrom?: (env: NodeJS.ProcessEnv) => string | undefined;
+  /** The shape of the value, for the docs. */
+  readonly format?: string;
+  /** An empty value means "none", not "unset". */
+  readonly emptyIsValue?: boolean;
+  /** Used exactly as given: trimming a key would change every value derived from it. */
+  readonly untrimmed?: boolean;
+}
+
+export type Setting = IntegerSetting | FlagSetting | ChoiceSetting | TextSetting;
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+const MIB = 1024 * 1024;
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const;
+
+/** An OTLP endpoint variable is set: then traces (and metrics) default to OTLP. */
+function hasEndpoint(env: NodeJS.ProcessEnv, signalVariable: string): boolean {
+  return envString(env, signalVariable) !== undefined || envString(env, 'OTEL_EXPORTER_OTLP_ENDPOINT') !== undefined;
+}
+
+/** The general OTLP protocol, the default of each signal's own. */
+function generalOtlpProtocol(env: NodeJS.ProcessEnv): string {
+  return readChoice(env, 'OTEL_EXPORTER_OTLP_PROTOCOL');
+}
+
+export const SETTINGS = {
+  // Server and store
+  PORT: { kind: 'integer', group: 'server', default: 8787, min: 0, max: 65535, description: 'HTTP port (0: any free port)' },
+  HOST: {
+    kind: 'text',
+    group: 'server',
+    default: '127.0.0.1',
+    format: 'an address or host name',
+    description: 'address to bind; `0.0.0.0` in a container (off loopback, `THREADLINE_WEBHOOK_TOKEN` is required)',
+  },
+  THREADLINE_DATA_DIR: {
+    kind: 'text',
+    group: 'server',
+    default: './data',
+    format: 'a directory',
+    description: 'where the SQLite store (`threadline.db`), its lock and the trace file live',
+  },
+  THREADLINE_SHUTDOWN_TIMEOUT_MS: {
+    kind: 'integer',
+    group: 'server',
+    default: 30_000,
+    min: 0,
+    max: 3_600_000,
+    description:
+      "one deadline for the whole stop on SIGTERM or SIGINT; then running turns and sends are aborted and run again at the next start. Set the orchestrator's grace period a few seconds above it",
+  },
+  THREADLINE_ADMINS: {
+    kind: 'text',
+    group: 'server',
+    default: undefined,
+    defaultText: 'unset (nobody)',
+    format: '`*`, or comma-separated `platform:user_id` (`:` in an id written `%3A`)',
+    description: 'who may run admin commands (`/sethome`), e.g. `telegram:42,slack:U123,webhook:alice`',
+  },
+
+  // Webhook platform
+  THREADLINE_WEBHOOK_TOKEN: {
+    kind: 'text',
+    group: 'webhook',
+    default: undefined,
+    secret: true,
+    format: 'a long random string',
+    description: 'bearer token required on `POST /v1/messages`; required when `HOST` is not a loopback address',
+  },
+  THREADLINE_ALLOW_UNAUTHENTICATED: {
+    kind: 'flag',
+    group: 'webhook',
+    default: false,
+    description: '`1`: start with `HOST` off loopback and no webhook token, when something in front authenticates callers (logs a warning)',
+  },
+  THREADLINE_WEBHOOK_DELIVERY_URL: {
+    kind: 'url',
+    group: 'webhook',
+    default: undefined,
+    description: 'where webhook replies are POSTed; unset, they are logged',
+  },
+  THREADLINE_WEBHOOK_IDEMPOTENCY_MS: {
+    kind: 'integer',
+    group: 'webhook',
+    default: DAY_MS,
+    min: 1,
+    max: 30 * DAY_MS,
+    description: 'how long a webhook `Idempotency-Key` or `message_id` is remembered',
+  },
+
+  // Telegram
+  THREADLINE_TELEGRAM_BOT_TOKEN: {
+    kind: 'text',
+    group: 'telegram',
+    default: undefined,
+    secret: true,
+    format: "BotFather's token",
+    description: 'enables Telegram',
+  },
+  THREADLINE_TELEGRAM_MODE: {
+    kind: 'choice',
+    group: 'telegram',
+    choices: ['webhook', 'polling'],
+    default: 'webhook',
+    description: 'how updates arrive: a webhook at `/v1/telegram/webhook`, or long polling',
+  },
+  THREADLINE_TELEGRAM_WEBHOOK_SECRET: {
+    kind: 'text',
+    group: 'telegram',
+    default: undefined,
+    secret: true,
+    format: "setWebhook's `secret_token`",
+    description: 'required in webhook mode; requests without it are refused (401)',
+  },
+  THREADLINE_TELEGRAM_API_ROOT: {
+    kind: 'url',
+    group: 'telegram',
+    default: 'https://api.telegram.org',
+    description: 'Bot API root (a local Bot API server, a fake in tests)',
+  },
+
+  // Slack
+  THREADLINE_SLACK_BOT_TOKEN: {
+    kind: 'text',
+    group: 'slack',
+    default: undefined,
+    secret: true,
+    format: '`xoxb-…`',
+    description: 'enables Slack',
+  },
+  THREADLINE_SLACK_SIGNING_SECRET: {
+    kind: 'text',
+    group: 'slack',
+    default: undefined,
+    secret: true,
+    format: "the app's signing secret",
+    description: 'required with a Slack bot token',
+  },
+  THREADLINE_SLACK_API_URL: { kind: 'url', group: 'slack', default: 'https://slack.com/api/', description: 'Web API root' },
+  THREADLINE_SLACK_THREAD_TOP_LEVEL: {
+    kind: 'flag',
+    group: 'slack',
+    default: false,
+    description: '`1`: answer a top-level message in a thread of its own',
+  },
+
+  // Turns, deliveries and the outbox
+  THREADLINE_CONCURRENCY: {
+    kind: 'integer',
+    group: 'turns',
+    default: 64,
+    min: 1,
+    max: 10_000,
+    description: 'turns running at once (and retries sent at once)',
+  },
+  THREADLINE_QUEUE_CAPACITY: {
+    kind: 'integer',
+    group: 'turns',
+    default: 10_000,
+    min: 1,
+    max: 10_000_000,
+    description: 'messages waiting or running before intake answers 429 (`/stop` has a reserve of `THREADLINE_CONCURRENCY` beyond it)',
+  },
+  THREADLINE_GROUP_SESSIONS: {
+    kind: 'choice',
+    group: 'turns',
+    choices: ['shared', 'per-user'],
+    default: 'shared',
+    description: '`per-user`: one session per user in group chats',
+  },
+  THREADLINE_STRICT_ROUTING: {
+    kind: 'flag',
+    group: 'turns',
+    default: false,
+    description: '`1`: refuse a delivery whose destination differs from its origin',
+  },
+  THREADLINE_DELIVERY_MAX_ATTEMPTS: {
+    kind: 'integer',
+    group: 'turns',
+    default: 10,
+    min: 1,
+    max: 1000,
+    description: 'attempts before a delivery is kept as failed',
+  },
+  THREADLINE_DELIVERY_BACKOFF_MS: {
+    kind: 'integer',
+    group: 'turns',
+    default: 500,
+    min: 1,
+    max: 3_600_000,
+    description: "first retry's backoff ceiling; doubles per attempt",
+  },
+  THREADLINE_DELIVERY_BACKOFF_MAX_MS: {
+    kind: 'integer',
+    group: 'turns',
+    default: 300_000,
+    min: 1,
+    max: 86_400_000,
+    description: 'the most any backoff waits',
+  },
+  THREADLINE_DELIVERY_MAX_RETRY_AFTER_MS: {
+    kind: 'integer',
+    group: 'turns',
+    default: HOUR_MS,
+    min: 0,
+    max: 7 * DAY_MS,
+    description: 'the longest `Retry-After` honoured; a longer one is taken as this',
+  },
+  THREADLINE_DELIVERY_GIVE_UP_MS: {
+    kind: 'integer',
+    group: 'turns',
+    default: DAY_MS,
+    min: 1,
+    max: 30 * DAY_MS,
+    description: 'a delivery is given up this long after its first attempt, however few it had',
+  },
+  // At least 15 s: longer than a send may take (10 s), so a send under way is not claimed twice.
+  THREADLINE_DELIVERY_LEASE_MS: {
+    kind: 'integer',
+    group: 'turns',
+    default: 60_000,
+    min: 15_000,
+    max: HOUR_MS,
+    description: 'how long a delivery being sent is claimed; past it, it counts as lost and is sent again',
+  },
+  THREADLINE_OUTBOX_MAX_PER_CHAT: {
+    kind: 'integer',
+    group: 'turns',
+    default: 1_000,
+    min: 1,
+    max: 10_000_000,
+    description: 'deliveries not yet sent to one chat and thread before its messages are answered 429',
+  },
+  THREADLINE_OUTBOX_MAX_PENDING: {
+    kind: 'integer',
+    group: 'turns',
+    default: 100_000,
+    min: 1,
+    max: 100_000_000,
+    description: 'deliveries not yet sent in all before every message is answered 503',
+  },
+  THREADLINE_DEAD_LETTER_RETENTION_MS: {
+    kind: 'integer',
+    group: 'turns',
+    default: 7 * DAY_MS,
+    min: 0,
+    max: 365 * DAY_MS,
+    description: 'how long failed deliveries are kept for `threadline deliveries` (done ones: a day)',
+  },
+
+  // HTTP client limits
+  // 30 s: a 64 KiB body takes well under a second even on a poor mobile link. At most Node's own 5 minutes.
+  THREADLINE_HTTP_REQUEST_TIMEOUT_MS: {
+    kind: 'integer',
+    group: 'http',
+    default: 30_000,
+    min: 100,
+    max: 300_000,
+    description: 'a request, body included, must arrive within this, or it gets a 408 and the connection closes',
+  },
+  // 10 s: headers are a few hundred bytes; a shorter hold frees a slow or silent client's slot sooner.
+  THREADLINE_HTTP_HEADERS_TIMEOUT_MS: {
+    kind: 'integer',
+    group: 'http',
+    default: 10_000,
+    min: 100,
+    max: 300_000,
+    defaultText: '`10000`, or the request timeout if lower',
+    defaultFrom: (env: NodeJS.ProcessEnv): number => Math.min(10_000, readInteger(env, 'THREADLINE_HTTP_REQUEST_TIMEOUT_MS')),
+    description: "a request's headers, and a new connection's first request, must arrive within this (at most the request timeout)",
+  },
+  // 65 s: above the 60 s idle timeout of common load balancers, so they close first and never reuse a closing socket.
+  THREADLINE_HTTP_KEEP_ALIVE_TIMEOUT_MS: {
+    kind: 'integer',
+    group: 'http',
+    default: 65_000,
+    min: 100,
+    max: 3_600_000,
+    description: 'an idle kept-alive connection is closed after this',
+  },
+  // 1,024: far above Telegram's 100 webhook connections or a balancer's pool; at most 64 MiB of bodies in flight.
+  THREADLINE_HTTP_MAX_CONNECTIONS: {
+    kind: 'integer',
+    group: 'http',
+    default: 1_024,
+    min: 1,
+    max: 1_000_000,
+    description: 'connections open at once; one more is closed unanswered as it arrives',
+  },
+
+  // Traces
+  OTEL_SDK_DISABLED: {
+    kind: 'flag',
+    group: 'traces',
+    default: false,
+    description: '`true`: no traces and no metrics; session context and propagation still work',
+  },
+  OTEL_SERVICE_NAME: { kind: 'text', group: 'traces', default: 'threadline', format: 'a name', description: 'the service name on every span and metric' },
+  OTEL_RESOURCE_ATTRIBUTES: {
+    kind: 'text',
+    group: 'traces',
+    default: undefined,
+    format: '`key=value,key=value`',
+    description: 'resource attributes on every span and metric, `service.version` included (the SDK reads it)',
+  },
+  OTEL_TRACES_EXPORTER: {
+    kind: 'choice',
+    group: 'traces',
+    choices: ['file', 'otlp', 'console', 'none'],
+    default: 'file',
+    defaultText: '`file`, or `otlp` when an OTLP endpoint is set',
+    defaultFrom: (env: NodeJS.ProcessEnv): string => (hasEndpoint(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') ? 'otlp' : 'file'),
+    description: 'where spans go',
+  },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    kind: 'url',
+    group: 'traces',
+    default: undefined,
+    defaultText: 'unset (`http://localhost:4318`, gRPC `http://localhost:4317`)',
+    description: 'the collector for every signal; setting it switches traces and metrics to `otlp`',
+  },
+  OTEL_EXPORTER_OTLP_PROTOCOL: {
+    kind: 'choice',
+    group: 'traces',
+    choices: OTLP_PROTOCOLS,
+    default: 'http/protobuf',
+    description: 'the OTLP encoding for every signal',
+  },
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {
+    kind: 'url',
+    group: 'traces',
+    default: undefined,
+    defaultText: 'unset (the general endpoint, plus `/v1/traces` over HTTP)',
+    description: 'the collector for traces alone; setting it switches traces to `otlp`',
+  },
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: {
+    kind: 'choice',
+    group: 'traces',
+    choices: OTLP_PROTOCOLS,
+    default: 'http/protobuf',
+    defaultText: '`OTEL_EXPORTER_OTLP_PROTOCOL`',
+    defaultFrom: generalOtlpProtocol,
+    description: 'the OTLP encoding for traces alone',
+  },
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: {
+    kind: 'integer',
+    group: 'traces',
+    default: 2048,
+    min: 1,
+    max: 1_000_000,
+    description: "spans in one export; larger than the SDK's default because every message ends several spans (the SDK reads it)",
+  },
+  OTEL_BSP_MAX_QUEUE_SIZE: {
+    kind: 'integer',
+    group: 'traces',
+    default: 16_384,
+    min: 1,
+    max: 10_000_000,
+    description: "spans waiting for export before new ones are dropped; larger than the SDK's default (the SDK reads it)",
+  },
+  THREADLINE_TRACE_FILE: {
+    kind: 'text',
+    group: 'traces',
+    default: undefined,
+    defaultText: '`$THREADLINE_DATA_DIR/traces.jsonl`',
+    defaultFrom: (env: NodeJS.ProcessEnv): string => join(readText(env, 'THREADLINE_DATA_DIR'), 'traces.jsonl'),
+    format: 'a file path',
+    description: 'the local trace file of the `file` exporter (one OTLP/JSON export request per line)',
+  },
+  THREADLINE_TRACE_FILE_MAX_BYTES: {
+    kind: 'integer',
+    group: 'traces',
+    default: 64 * MIB,
+    min: 64 * 1024,
+    max: 2 ** 40,
+    description: 'the trace file is rotated before a write would take it past this size',
+  },
+  THREADLINE_TRACE_FILE_KEEP: {
+    kind: 'integer',
+    group: 'traces',
+    default: 4,
+    min: 1,
+    max: 100,
+    description: 'trace files kept, the live one included: `traces.jsonl`, `traces.jsonl.1` (newest) and so on',
+  },
+  THREADLINE_REJECT_SPANS_PER_SECOND: {
+    kind: 'integer',
+    group: 'traces',
+    default: 10,
+    min: 0,
+    max: 1_000_000,
+    description: '`gateway.reject` spans recorded a second; the rest are counted, not recorded; `0`: none',
+  },
+
+  // Metrics
+  OTEL_METRICS_EXPORTER: {
+    kind: 'choice',
+    group: 'metrics',
+    choices: ['otlp', 'prometheus', 'console', 'none'],
+    default: 'none',
+    defaultText: '`none`, or `otlp` when an OTLP endpoint is set',
+    defaultFrom: (env: NodeJS.ProcessEnv): string => (hasEndpoint(env, 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT') ? 'otlp' : 'none'),
+    description: 'where metrics go; `prometheus` serves a scrape endpoint',
+  },
+  OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: {
+    kind: 'url',
+    group: 'metrics',
+    default: undefined,
+    defaultText: 'unset (the general endpoint, plus `/v1/metrics` over HTTP)',
+    description: 'the collector for metrics alone; setting it switches metrics to `otlp`',
+  },
+  OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: {
+    kind: 'choice',
+    group: 'metrics',
+    choices: OTLP_PROTOCOLS,
+    default: 'http/protobuf',
+    defaultText: '`OTEL_EXPORTER_OTLP_PROTOCOL`',
+    defaultFrom: generalOtlpProtocol,
+    description: 'the OTLP encoding for metrics alone',
+  },
+  OTEL_EXPORTER_PROMETHEUS_HOST: {
+    kind: 'text',
+    group: 'metrics',
+    default: '127.0.0.1',
+    format: 'an address',
+    description: 'where the Prometheus scrape endpoint listens',
+  },
+  OTEL_EXPORTER_PROMETHEUS_PORT: {
+    kind: 'integer',
+    group: 'metrics',
+    default: 9464,
+    min: 0,
+    max: 65535,
+    description: 'the Prometheus scrape port (`/metrics`)',
+  },
+  OTEL_METRIC_EXPORT_INTERVAL: {
+    kind: 'integer',
+    group: 'metrics',
+    default: 60_000,
+    min: 100,
+    max: 86_400_000,
+    description: 'milliseconds between exports of the push exporters (`otlp`, `console`)',
+  },
+
+  // Propagation and baggage
+  OTEL_PROPAGATORS: {
+    kind: 'text',
+    group: 'propagation',
+    default: 'tracecontext,baggage',
+    format: 'comma-separated: `tracecontext`, `baggage`, `b3`, `b3multi`, `jaeger`, or `none` alone',
+    description: "the standard propagators; threadline's session propagation stays on whatever they are",
+  },
+  THREADLINE_BAGGAGE_KEYS: {
+    kind: 'text',
+    group: 'propagation',
+    default: DEFAULT_OUTBOUND_POLICY.keys.join(','),
+    emptyIsValue: true,
+    format: 'comma-separated threadline keys',
+    description: 'threadline keys sent as baggage to hosts no rule matches; empty sends none',
+  },
+  THREADLINE_BAGGAGE_HOSTS: {
+    kind: 'text',
+    group: 'propagation',
+    default: undefined,
+    format: '`host=key,key;*.suffix=key`',
+    description: 'per-host rules, first match wins, e.g. `api.example.com=chat.id,session.id;*.internal=chat.platform,chat.id`',
+  },
+  THREADLINE_INBOUND_BAGGAGE: {
+    kind: 'text',
+    group: 'propagation',
+    default: 'none',
+    format: '`none`, `all` or comma-separated keys',
+    description: "foreign inbound baggage every platform keeps for the turn; threadline's own keys are always dropped",
+  },
+
+  // Privacy and logs
+  THREADLINE_SPAN_PRIVACY: {
+    kind: 'choice',
+    group: 'privacy',
+    choices: ['plain', 'hmac', 'off'],
+    default: 'plain',
+    description: 'chat and user ids on spans and logs: as they are, pseudonymized with the HMAC key, or left off',
+  },
+  THREADLINE_SPAN_HMAC_KEY: {
+    kind: 'text',
+    group: 'privacy',
+    default: undefined,
+    secret: true,
+    untrimmed: true,
+    format: 'at least 16 bytes',
+    description: 'the key for `hmac` privacy; keep it stable, or every pseudonym changes',
+  },
+  THREADLINE_SPAN_CHAT_NAME: {
+    kind: 'flag',
+    group: 'privacy',
+    default: false,
+    description: '`1`: also stamp `chat.name` (plain privacy only)',
+  },
+  THREADLINE_LOG_LEVEL: {
+    kind: 'choice',
+    group: 'privacy',
+    choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+    default: 'info',
+    description: 'the pino log level',
+  },
+  THREADLINE_LOG_NAMES: {
+    kind: 'flag',
+    group: 'privacy',
+    default: false,
+    description: '`1`: log chat and user names instead of redacting them (plain privacy only)',
+  },
+} as const satisfies Record<string, Setting>;
+
+export type SettingName = keyof typeof SETTINGS;
+export const SETTING_NAMES = Object.keys(SETTINGS) as SettingName[];
+
+export function isSettingName(name: string): name is SettingName {
+  return Object.hasOwn(SETTINGS, name);
+}

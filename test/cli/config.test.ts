@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import { runThreadline } from '../../src/cli/threadline.js';
+import { SETTING_NAMES } from '../../src/config/settings.js';
+
+async function run(argv: string[], env: NodeJS.ProcessEnv = {}) {
+  let out = '';
+  let err = '';
+  const code = await runThreadline(argv, { out: (text) => void (out += text), err: (text) => void (err += text), env });
+  return { code, out, err };
+}
+
+interface Row {
+  name: string;
+  value: string | null;
+  source: string;
+  default: string;
+  secret: boolean;
+  error?: string;
+}
+
+async function rows(env: NodeJS.ProcessEnv): Promise<Map<string, Row>> {
+  const { out } = await run(['config', '--json'], env);
+  return new Map((JSON.parse(out) as Row[]).map((row) => [row.name, row]));
+}
+
+const SECRETS = {
+  THREADLINE_WEBHOOK_TOKEN: 'webhook-token-value',
+  THREADLINE_TELEGRAM_BOT_TOKEN: '123456:telegram-token-value',
+  THREADLINE_TELEGRAM_WEBHOOK_SECRET: 'telegram-secret-value',
+  THREADLINE_SLACK_BOT_TOKEN: 'xoxb-slack-token-value',
+  THREADLINE_SLACK_SIGNING_SECRET: 'slack-signing-value',
+  THREADLINE_SPAN_HMAC_KEY: 'hmac-key-value-0123456789',
+};
+
+describe('threadline config', () => {
+  it('shows every setting with its value, where it came from and its default', async () => {
+    const { code, out, err } = await run(['config'], { PORT: '9000', THREADLINE_CONCURRENCY: ' 8 ' });
+    expect({ code, err }).toEqual({ code: 0, err: '' });
+    for (const name of SETTING_NAMES) expect(out).toMatch(new RegExp(`^  ${name} `, 'm'));
+    expect(out).toMatch(/^ {2}PORT +9000 +environment \(default: 8787\)$/m);
+    expect(out).toMatch(/^ {2}THREADLINE_CONCURRENCY +8 +environment \(default: 64\)$/m);
+    expect(out).toMatch(/^ {2}HOST +127\.0\.0\.1 +default$/m);
+    expect(out).toMatch(/^ {2}THREADLINE_WEBHOOK_TOKEN +unset +default$/m);
+  });
+
+  it('prints the same as JSON with --json, computed defaults worked out', async () => {
+    const table = await rows({ THREADLINE_DATA_DIR: '/srv/tl', THREADLINE_HTTP_REQUEST_TIMEOUT_MS: '4000', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' });
+    expect(table.size).toBe(SETTING_NAMES.length);
+    expect(table.get('PORT')).toEqual({ name: 'PORT', group: 'server', value: '8787', source: 'default', default: '8787', secret: false });
+    expect(table.get('THREADLINE_TRACE_FILE')).toMatchObject({ value: '/srv/tl/traces.jsonl', source: 'default' });
+    expect(table.get('THREADLINE_HTTP_HEADERS_TIMEOUT_MS')).toMatchObject({ value: '4000', source: 'default' });
+    expect(table.get('OTEL_TRACES_EXPORTER')).toMatchObject({ value: 'otlp', source: 'default' });
+    expect(table.get('OTEL_METRICS_EXPORTER')).toMatchObject({ value: 'otlp', source: 'default' });
+    expect(table.get('THREADLINE_BAGGAGE_KEYS')?.value).toBe('chat.platform,chat.id,chat.thread.id,session.id');
+  });
+
+  it('counts an empty baggage key list as set: it sends none', async () => {
+    expect((await rows({ THREADLINE_BAGGAGE_KEYS: '' })).get('THREADLINE_BAGGAGE_KEYS')).toMatchObject({ value: '', source: 'environment' });
+    expect((await rows({ PORT: '' })).get('PORT')).toMatchObject({ value: '8787', source: 'default' });
+  });
+
+  it('shows secrets as (set), never their value, and URLs without credentials', async () => {
+    const env = { ...SECRETS, THREADLINE_WEBHOOK_DELIVERY_URL: 'https://user:url-password@127.0.0.1:9/hook?key=url-key' };
+    for (const argv of [['config'], ['config', '--json']]) {
+      const { code, out, err } = await run(argv, env);
+      expect(code).toBe(0);
+      for (const value of [...Object.values(SECRETS), 'url-password', 'url-key']) expect(out + err).not.toContain(value);
+    }
+    const table = await rows(env);
+    for (const name of Object.keys(SECRETS)) expect(table.get(name)).toMatchObject({ value: '(set)', source: 'environment', secret: true });
+    expect(table.get('THREADLINE_WEBHOOK_DELIVERY_URL')?.value).toBe('https://127.0.0.1:9/hook');
+  });
+
+  it('exits 1 and names every invalid setting, still showing the rest', async () => {
+    const { code, out, err } = await run(['config'], { PORT: 'eighty', THREADLINE_LOG_LEVEL: 'loud', THREADLINE_SLACK_BOT_TOKEN: 'xoxb-1' });
+    expect(code).toBe(1);
+    expect(out).toMatch(/^ {2}PORT +eighty +environment \(default: 8787\) +INVALID$/m);
+    expect(err.trimEnd().split('\n')).toEqual([
+      'threadline: Invalid PORT: "eighty" is not a whole number from 0 to 65535 [TL_CONFIG_INVALID]',
+      expect.stringMatching(/^threadline: Invalid THREADLINE_SLACK_SIGNING_SECRET: is required with a Slack bot token/),
+      expect.stringMatching(/^threadline: Invalid THREADLINE_LOG_LEVEL: "loud" is not one of/),
+    ]);
+    expect((await rows({ PORT: 'eighty' })).get('PORT')?.error).toMatch(/whole number/);
+  });
+
+  it('does not echo a URL it cannot parse', async () => {
+    const table = await rows({ THREADLINE_WEBHOOK_DELIVERY_URL: '//user:url-password@host' });
+    expect(table.get('THREADLINE_WEBHOOK_DELIVERY_URL')).toMatchObject({ value: '(invalid)', error: expect.stringContaining('absolute URL') });
+  });
+});

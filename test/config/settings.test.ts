@@ -1,0 +1,191 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { checkConfiguration } from '../../src/config/check-configuration.js';
+import { CONFIGURATION_DOC_PATH, renderConfigurationDoc } from '../../src/config/configuration-doc.js';
+import { SETTINGS, SETTING_NAMES, type Setting, type SettingName } from '../../src/config/settings.js';
+import { ConfigError } from '../../src/errors.js';
+import { readGatewayConfig } from '../../src/gateway/gateway-config.js';
+import { SESSION_ENV } from '../../src/session/session-env.js';
+import { readTelemetryConfig } from '../../src/telemetry/telemetry-config.js';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const VARIABLE = /\b((?:THREADLINE|OTEL)_[A-Z0-9_]*[A-Z0-9])\b/g;
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? sourceFiles(join(dir, entry.name)) : entry.name.endsWith('.ts') ? [join(dir, entry.name)] : [],
+  );
+}
+
+/** Every variable named in src/ (as test/docs.test.ts finds them), by file. */
+const namedIn = new Map(sourceFiles(join(ROOT, 'src')).map((file) => [file, new Set([...readFileSync(file, 'utf8').matchAll(VARIABLE)].map((m) => m[1]!))]));
+const sourceVariables = new Set([...namedIn.values()].flatMap((names) => [...names]));
+
+describe('the settings table', () => {
+  it('has every variable the source names, but the session ones', () => {
+    const missing = [...sourceVariables].filter((name) => !Object.hasOwn(SETTINGS, name) && !Object.hasOwn(SESSION_ENV, name));
+    expect(missing).toEqual([]);
+  });
+
+  it('has no setting that nothing outside src/config reads', () => {
+    const readers = [...namedIn].filter(([file]) => !file.includes('/src/config/'));
+    const unread = SETTING_NAMES.filter(
+      (name) => !['PORT', 'HOST'].includes(name) && !readers.some(([file, names]) => names.has(name) || readFileSync(file, 'utf8').includes(`'${name}'`)),
+    );
+    expect(unread).toEqual([]);
+  });
+
+  it.each(SETTING_NAMES)('%s has a default within its range or choices, and a one-line description', (name) => {
+    const setting: Setting = SETTINGS[name];
+    expect(setting.description).toMatch(/^[^\n]{10,}$/);
+    if (setting.kind === 'integer') {
+      expect(setting.default).toBeGreaterThanOrEqual(setting.min);
+      expect(setting.default).toBeLessThanOrEqual(setting.max);
+    }
+    if (setting.kind === 'choice') expect(setting.choices).toContain(setting.default);
+  });
+
+  it('marks the tokens, secrets and the HMAC key as secret, and nothing else', () => {
+    const secrets = SETTING_NAMES.filter((name) => (SETTINGS[name] as Setting).secret === true);
+    expect(secrets.sort()).toEqual(
+      [
+        'THREADLINE_SLACK_BOT_TOKEN',
+        'THREADLINE_SLACK_SIGNING_SECRET',
+        'THREADLINE_SPAN_HMAC_KEY',
+        'THREADLINE_TELEGRAM_BOT_TOKEN',
+        'THREADLINE_TELEGRAM_WEBHOOK_SECRET',
+        'THREADLINE_WEBHOOK_TOKEN',
+      ].sort(),
+    );
+  });
+});
+
+/** A value outside what the setting takes; undefined for free text, which its reader parses. */
+function badValue(setting: Setting): string | undefined {
+  switch (setting.kind) {
+    case 'integer':
+      return String(setting.max + 1);
+    case 'flag':
+      return 'yes';
+    case 'choice':
+      return 'no-such-choice';
+    case 'url':
+      return 'not a url';
+    case 'text':
+      return undefined;
+  }
+}
+
+describe('the readers read through the table', () => {
+  const refusable = SETTING_NAMES.filter((name) => badValue(SETTINGS[name]) !== undefined);
+
+  it.each(refusable)('%s: a value outside the table is refused by a reader, naming it', (name) => {
+    const env = { [name]: badValue(SETTINGS[name])! };
+    const refusals = [() => readGatewayConfig(env), () => readTelemetryConfig(env)].flatMap((read) => {
+      try {
+        read();
+        return [];
+      } catch (error) {
+        return [error];
+      }
+    });
+    expect(refusals.length).toBeGreaterThan(0);
+    for (const error of refusals) {
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).variable).toBe(name);
+    }
+  });
+
+  it.each(SETTING_NAMES.filter((name) => SETTINGS[name].kind === 'integer'))('%s: its bounds are taken, one past them refused', (name) => {
+    const setting = SETTINGS[name] as Extract<Setting, { kind: 'integer' }>;
+    // The headers timeout is also bounded by the request timeout; let that one be the largest.
+    const base = { THREADLINE_HTTP_REQUEST_TIMEOUT_MS: '300000' };
+    expect(checkConfiguration({ ...base, [name]: String(setting.min) })).toEqual([]);
+    expect(checkConfiguration({ ...base, [name]: String(setting.max) })).toEqual([]);
+    if (setting.min > 0) expect(checkConfiguration({ ...base, [name]: String(setting.min - 1) }).map((e) => e.variable)).toEqual([name]);
+  });
+
+  it('gives every default from the table', () => {
+    const gateway = readGatewayConfig({});
+    const telemetry = readTelemetryConfig({});
+    const defaults: Partial<Record<SettingName, unknown>> = {
+      PORT: gateway.port,
+      HOST: gateway.host,
+      THREADLINE_DATA_DIR: gateway.dataDir,
+      THREADLINE_CONCURRENCY: gateway.concurrency,
+      THREADLINE_QUEUE_CAPACITY: gateway.queueCapacity,
+      THREADLINE_DELIVERY_LEASE_MS: gateway.deliveryLeaseMs,
+      THREADLINE_DEAD_LETTER_RETENTION_MS: gateway.deadLetterRetentionMs,
+      THREADLINE_SHUTDOWN_TIMEOUT_MS: gateway.shutdownTimeoutMs,
+      THREADLINE_HTTP_REQUEST_TIMEOUT_MS: gateway.http.requestTimeoutMs,
+      THREADLINE_HTTP_HEADERS_TIMEOUT_MS: gateway.http.headersTimeoutMs,
+      THREADLINE_HTTP_MAX_CONNECTIONS: gateway.http.maxConnections,
+      OTEL_SERVICE_NAME: telemetry.serviceName,
+      OTEL_TRACES_EXPORTER: telemetry.exporter,
+      OTEL_METRICS_EXPORTER: telemetry.metrics.exporter,
+      OTEL_EXPORTER_PROMETHEUS_PORT: telemetry.metrics.prometheusPort,
+      OTEL_METRIC_EXPORT_INTERVAL: telemetry.metrics.exportIntervalMs,
+      THREADLINE_TRACE_FILE_MAX_BYTES: telemetry.traceFileMaxBytes,
+      THREADLINE_LOG_LEVEL: telemetry.logLevel,
+      THREADLINE_BAGGAGE_KEYS: telemetry.outboundBaggage.keys.join(','),
+    };
+    for (const [name, value] of Object.entries(defaults)) expect(value, name).toBe(SETTINGS[name as SettingName].default);
+  });
+});
+
+describe('the checks across settings stay', () => {
+  const variablesOf = (env: NodeJS.ProcessEnv) => checkConfiguration(env).map((error) => error.variable);
+
+  it('needs the Telegram webhook secret in webhook mode, not in polling mode', () => {
+    expect(variablesOf({ THREADLINE_TELEGRAM_BOT_TOKEN: '1:x' })).toEqual(['THREADLINE_TELEGRAM_WEBHOOK_SECRET']);
+    expect(variablesOf({ THREADLINE_TELEGRAM_BOT_TOKEN: '1:x', THREADLINE_TELEGRAM_MODE: 'polling' })).toEqual([]);
+  });
+
+  it('needs the Slack signing secret with a Slack token', () => {
+    expect(variablesOf({ THREADLINE_SLACK_BOT_TOKEN: 'xoxb-1' })).toEqual(['THREADLINE_SLACK_SIGNING_SECRET']);
+  });
+
+  it('refuses an unauthenticated webhook off loopback unless allowed', () => {
+    expect(variablesOf({ HOST: '0.0.0.0' })).toEqual(['THREADLINE_WEBHOOK_TOKEN']);
+    expect(variablesOf({ HOST: '0.0.0.0', THREADLINE_ALLOW_UNAUTHENTICATED: '1' })).toEqual([]);
+    expect(variablesOf({ HOST: '0.0.0.0', THREADLINE_WEBHOOK_TOKEN: 't' })).toEqual([]);
+    expect(variablesOf({ HOST: '::1' })).toEqual([]);
+  });
+
+  it('keeps the headers timeout within the request timeout, and its default follows a lower one', () => {
+    expect(variablesOf({ THREADLINE_HTTP_HEADERS_TIMEOUT_MS: '40000' })).toEqual(['THREADLINE_HTTP_HEADERS_TIMEOUT_MS']);
+    expect(readGatewayConfig({ THREADLINE_HTTP_REQUEST_TIMEOUT_MS: '5000' }).http.headersTimeoutMs).toBe(5000);
+  });
+
+  it('needs plain privacy to log names', () => {
+    expect(variablesOf({ THREADLINE_LOG_NAMES: '1', THREADLINE_SPAN_PRIVACY: 'off' })).toEqual(['THREADLINE_LOG_NAMES']);
+  });
+
+  it('reports every bad setting at once, in table order', () => {
+    expect(variablesOf({ THREADLINE_LOG_LEVEL: 'loud', PORT: 'x', OTEL_PROPAGATORS: 'xray' })).toEqual(['PORT', 'OTEL_PROPAGATORS', 'THREADLINE_LOG_LEVEL']);
+  });
+});
+
+describe(CONFIGURATION_DOC_PATH, () => {
+  const doc = readFileSync(join(ROOT, CONFIGURATION_DOC_PATH), 'utf8');
+
+  it('is what the table generates (npm run docs:config)', () => {
+    expect(doc).toBe(renderConfigurationDoc());
+  });
+
+  it.each([...sourceVariables])('names %s in backticks', (name) => {
+    expect(doc).toContain(`\`${name}\``);
+  });
+
+  it.each(Object.keys(SESSION_ENV))('names the session variable %s', (name) => {
+    expect(doc).toContain(`\`${name}\``);
+  });
+});
+
+describe('src/version.ts', () => {
+  it("equals package.json's version", async () => {
+    const { VERSION } = await import('../../src/version.js');
+    expect(VERSION).toBe((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version);
+  });
+});

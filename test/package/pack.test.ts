@@ -1,0 +1,113 @@
+// The package as a user gets it: packed, installed into an empty project, its README example
+// run there through `threadline/testing`, its types checked, and its bin answering.
+import { execFile } from 'node:child_process';
+import { copyFileSync, cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { VERSION } from '../../src/version.js';
+import { useTempDir } from '../helpers/temp-dir.js';
+
+const run = promisify(execFile);
+const ROOT = new URL('../../', import.meta.url).pathname;
+const BIN = join(ROOT, 'node_modules', '.bin');
+const tempRoot = useTempDir('pack');
+
+/** The environment of the commands: without this vitest's own variables, which would make the inner vitest a worker of this one. */
+const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('VITEST') && key !== 'NODE_OPTIONS'));
+
+function inDir(cwd: string, command: string, args: readonly string[]) {
+  return run(command, args, { cwd, env, maxBuffer: 16 * 1024 * 1024 });
+}
+
+/** The README's integration-test example: the TypeScript block that imports threadline/testing. */
+function readmeExample(): string {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const block = [...readme.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((match) => match[1]!).find((code) => code.includes("from 'threadline/testing'"));
+  if (block === undefined) throw new Error("README.md has no ```ts block importing from 'threadline/testing'");
+  return block;
+}
+
+interface PackedFile {
+  readonly path: string;
+}
+
+let packedFiles: string[];
+let consumer: string;
+
+beforeAll(async () => {
+  const temp = tempRoot();
+  // Packed from a copy of the sources, so the build neither reads nor replaces this tree's dist/.
+  const project = join(temp, 'project');
+  mkdirSync(project);
+  for (const file of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md']) copyFileSync(join(ROOT, file), join(project, file));
+  cpSync(join(ROOT, 'src'), join(project, 'src'), { recursive: true });
+  symlinkSync(join(ROOT, 'node_modules'), join(project, 'node_modules'), 'dir');
+  const packDir = join(temp, 'packed');
+  mkdirSync(packDir);
+  const packed = await inDir(project, 'npm', ['pack', '--json', '--pack-destination', packDir]);
+  const [manifest] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as [{ filename: string; files: PackedFile[] }];
+  packedFiles = manifest.files.map((file) => file.path);
+
+  consumer = join(temp, 'consumer');
+  mkdirSync(consumer);
+  writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+  await install(consumer, join(packDir, manifest.filename));
+  // --ignore-scripts skipped better-sqlite3's native build (minutes from source): this
+  // project's binary serves, built for this same Node and the same pinned version.
+  const release = join(consumer, 'node_modules', 'better-sqlite3', 'build', 'Release');
+  mkdirSync(release, { recursive: true });
+  copyFileSync(join(ROOT, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'), join(release, 'better_sqlite3.node'));
+  // The example's test runner is the user's own dependency; this project's vitest stands in for it.
+  symlinkSync(join(ROOT, 'node_modules', 'vitest'), join(consumer, 'node_modules', 'vitest'), 'dir');
+  writeFileSync(join(consumer, 'example.test.ts'), readmeExample());
+}, 300_000);
+
+/**
+ * Dependencies come from npm's cache: --offline when it holds everything, else
+ * --prefer-offline, which asks the registry only for package metadata the cache lacks.
+ */
+async function install(dir: string, tarball: string): Promise<void> {
+  const args = ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--no-package-lock', tarball];
+  try {
+    await inDir(dir, 'npm', ['--offline', ...args]);
+  } catch (error) {
+    if (!String((error as { stderr?: unknown }).stderr).includes('ENOTCACHED')) throw error;
+    await inDir(dir, 'npm', ['--prefer-offline', ...args]);
+  }
+}
+
+describe('npm pack', () => {
+  it('ships dist/ with its types, and neither sources, tests nor source maps', () => {
+    for (const file of ['dist/index.js', 'dist/index.d.ts', 'dist/testing/index.js', 'dist/testing/index.d.ts', 'dist/cli/threadline.js']) {
+      expect(packedFiles).toContain(file);
+    }
+    expect(packedFiles.filter((file) => !file.startsWith('dist/') && !['package.json', 'README.md', 'LICENSE'].includes(file))).toEqual([]);
+    expect(packedFiles.filter((file) => file.endsWith('.map'))).toEqual([]);
+    expect(packedFiles.filter((file) => file.startsWith('dist/config/write-') || file.endsWith('sync-version.js'))).toEqual([]);
+  });
+});
+
+describe('the installed package', () => {
+  it("runs the README's integration-test example through threadline/testing", async () => {
+    const { stdout } = await inDir(consumer, join(BIN, 'vitest'), ['run', '--root', consumer, '--reporter', 'verbose']);
+    expect(stdout).toMatch(/✓.*answers in the same forum topic/);
+  });
+
+  it("type-checks the example against the package's declarations", async () => {
+    writeFileSync(
+      join(consumer, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, skipLibCheck: true, types: [] },
+        files: ['example.test.ts'],
+      }),
+    );
+    await expect(inDir(consumer, join(BIN, 'tsc'), ['-p', 'tsconfig.json'])).resolves.toBeDefined();
+  });
+
+  it('answers npx threadline --version and --help', async () => {
+    expect((await inDir(consumer, 'npx', ['--no', '--', 'threadline', '--version'])).stdout.trim()).toBe(VERSION);
+    const help = (await inDir(consumer, 'npx', ['--no', '--', 'threadline', '--help'])).stdout;
+    for (const command of ['start', 'config', 'doctor', 'deliveries']) expect(help).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
+  });
+});
