@@ -1,7 +1,7 @@
 /**
  * Every error threadline raises on purpose has a code from this table. The table is the
  * single place that says what a code means, which HTTP status it maps to at the edge, and
- * what the operator should do; a test checks that each code is documented in the README.
+ * what the operator should do; a test checks that each code is documented in docs/errors.md.
  */
 export const ERROR_CODES = {
   TL_SESSION_INVALID: {

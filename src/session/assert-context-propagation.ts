@@ -5,7 +5,7 @@ const PROBE = createContextKey('threadline.probe');
 
 /**
  * Proves that a context set with context.with() is still active after an await and a
- * macrotask. Without a registered context manager the API silently does nothing (lesson 14),
+ * macrotask. Without a registered context manager the API silently does nothing (pitfall: Missing context manager),
  * and every session would read as undefined; call this at start-up and fail loudly.
  */
 export async function assertContextPropagation(): Promise<void> {

@@ -35,7 +35,7 @@ const MAX_TRACESTATE_LENGTH = 512;
 /**
  * Builds the context for an inbound message from its HTTP headers (lowercase names, as
  * node:http gives them), trusting nothing it need not: session routing never comes from
- * headers (lesson 15), baggage is bounded before and after parsing, and the trace parent
+ * headers (pitfall: Routing taken from inbound baggage), baggage is bounded before and after parsing, and the trace parent
  * obeys `options.traceparent`. Never throws on malformed input: what cannot be parsed is
  * dropped.
  */

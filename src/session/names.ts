@@ -16,7 +16,7 @@ export const GEN_AI_CONVERSATION_ID = 'gen_ai.conversation.id';
 
 /**
  * Baggage keys in these namespaces belong to threadline. Inbound baggage in them is
- * dropped, whatever its case, so a caller can never pose as a chat (lessons 15).
+ * dropped, whatever its case, so a caller can never pose as a chat (pitfall: Routing taken from inbound baggage).
  */
 const SESSION_NAMESPACES = ['chat.', 'session.', 'user.', 'message.', 'threadline.', 'gen_ai.conversation.'];
 

@@ -4,7 +4,7 @@ import type { Session } from './session.js';
 /**
  * A session's routing under its dotted names, absent fields left out. Names (chat.name,
  * user.name) are not routing and never in here: baggage goes to every downstream host and
- * logs are kept, and names are personal data (lesson 16).
+ * logs are kept, and names are personal data (pitfall: Personal data in outbound baggage).
  */
 export function routingFields(session: Session): Record<string, string> {
   const fields: Record<string, string> = {

@@ -61,7 +61,7 @@ export function requireSession(ctx: Context = activeContext()): Session {
 /**
  * Runs `fn` in the empty root context. Use it to start long-lived loops, pools and handler
  * tasks, so they never carry the routing of the message that happened to start them
- * (lessons 3, 12).
+ * (pitfalls: Inherited routing; Long-lived loops holding a request's context).
  */
 export function runDetached<T>(fn: () => T): T {
   return context.with(ROOT_CONTEXT, fn);
@@ -70,7 +70,7 @@ export function runDetached<T>(fn: () => T): T {
 /**
  * Binds `fn` to the active context. Use it where a callback is handed to something that
  * runs it later from another context: an EventEmitter created elsewhere, a shared queue or
- * pool (lesson 11).
+ * pool (pitfall: Callbacks in their creator's context).
  */
 export function bindToSession<F extends (...args: never[]) => unknown>(fn: F): F {
   return context.bind(activeContext(), fn);

@@ -32,7 +32,7 @@ const CHILD_ENV_NAMES: readonly SessionEnvName[] = [
  * Resolves a session variable: the active session → process.env → `fallback`.
  * Inside a session, process.env is never consulted: a field the session has no value for
  * (no thread, say) is "none", and a stale variable from the environment must not stand in
- * for it (lesson 4).
+ * for it (pitfall: Stale environment fallback).
  */
 export function sessionEnv(name: SessionEnvName, fallback?: string): string | undefined {
   // Own properties only: 'toString' or 'constructor' must not resolve through the prototype.
@@ -52,7 +52,7 @@ export function sessionEnv(name: SessionEnvName, fallback?: string): string | un
  * The environment for a child process of the active session: `base` (default: this
  * process's environment) with every THREADLINE_SESSION_* variable removed, then the active
  * session's own values added. The gateway's own session variables never leak into a
- * child (lesson 5); outside a session the child gets none.
+ * child (pitfall: Inherited environment in a child process); outside a session the child gets none.
  */
 export function childProcessEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};

@@ -5,7 +5,7 @@ import { FULL_SESSION } from './sessions.js';
 /** The threadline keys the README says go to every host by default. */
 export const DOCUMENTED_DEFAULT_KEYS: readonly string[] = [names.CHAT_PLATFORM, names.CHAT_ID, names.CHAT_THREAD_ID, names.SESSION_ID];
 
-/** Inbound members in threadline's namespaces, in mixed case: a caller posing as a chat (lesson 15). */
+/** Inbound members in threadline's namespaces, in mixed case: a caller posing as a chat (pitfall: Routing taken from inbound baggage). */
 export const SPOOFED_MEMBERS: readonly string[] = [
   'chat.id=evil',
   'Chat.Id=evil2',

@@ -10,7 +10,7 @@ describe('assertContextPropagation', () => {
     await expect(assertContextPropagation()).resolves.toBeUndefined();
   });
 
-  it('throws TL_NO_CONTEXT_MANAGER when no context manager is registered (lesson 14)', async () => {
+  it('throws TL_NO_CONTEXT_MANAGER when no context manager is registered (pitfall: Missing context manager)', async () => {
     context.disable();
     try {
       // What the check guards against: without a manager, context.with() silently does nothing.

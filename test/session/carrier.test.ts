@@ -37,7 +37,7 @@ describe('injectSession / extractSession', () => {
     expect(structuredClone(carrier)).toEqual(JSON.parse(JSON.stringify(carrier)));
   });
 
-  it('restores the session and the remote parent (lesson 13)', () => {
+  it('restores the session and the remote parent (pitfall: Context lost across threads)', () => {
     const carrier: Carrier = JSON.parse(JSON.stringify(injectSession({}, sendingContext())));
     const restored = extractSession(carrier);
     expect(getSession(restored)).toEqual(createSession(FULL_SESSION));

@@ -57,7 +57,7 @@ describe('withSession', () => {
     expect(seen).toEqual([expected, expected, expected]);
   });
 
-  it('keeps two interleaved sessions apart (lesson 1)', async () => {
+  it('keeps two interleaved sessions apart (pitfall: Process-wide routing)', async () => {
     const run = (chatId: string) =>
       withSession(sessionInput({ chatId }), async () => {
         const seen: string[] = [];
@@ -176,7 +176,7 @@ describe('session baggage', () => {
 describe('runDetached', () => {
   const KEY = createContextKey('test.marker');
 
-  it('runs with no session, baggage, span or other value (lessons 3, 12)', async () => {
+  it("runs with no session, baggage, span or other value (pitfalls: Inherited routing; Long-lived loops holding a request's context)", async () => {
     const span = trace.wrapSpanContext({ traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: 1 });
     const busy = trace.setSpan(contextWithSession(ROOT_CONTEXT, FULL_SESSION).setValue(KEY, 1), span);
     const seen = await context.with(busy, () =>
@@ -199,7 +199,7 @@ describe('runDetached', () => {
 });
 
 describe('bindToSession', () => {
-  it('runs a callback in the session it was bound in, whoever calls it (lesson 11)', () => {
+  it("runs a callback in the session it was bound in, whoever calls it (pitfall: Callbacks in their creator's context)", () => {
     const emitter = new EventEmitter();
     const seen: (string | undefined)[] = [];
     withSession(sessionInput({ chatId: 'binder' }), () => {

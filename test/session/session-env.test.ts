@@ -15,7 +15,7 @@ import { FULL_SESSION, sessionInput } from '../helpers/sessions.js';
 const NAMES = Object.keys(SESSION_ENV) as SessionEnvName[];
 const THREADLESS = sessionInput({ threadId: undefined, userName: undefined, messageId: undefined });
 
-/** Stale process-wide values, as a gateway that once exported them would have (lesson 4). */
+/** Stale process-wide values, as a gateway that once exported them would have (pitfall: Stale environment fallback). */
 const STALE: Record<SessionEnvName, string> = Object.fromEntries(NAMES.map((name) => [name, `stale-${name}`])) as Record<
   SessionEnvName,
   string
@@ -54,7 +54,7 @@ describe('sessionEnv inside a session', () => {
     expect(withSession(session, () => sessionEnv(name, 'fallback'))).toBe(session[field]);
   });
 
-  it('never returns a stale THREADLINE_SESSION_THREAD_ID when the session has no thread (lesson 4)', () => {
+  it('never returns a stale THREADLINE_SESSION_THREAD_ID when the session has no thread (pitfall: Stale environment fallback)', () => {
     process.env['THREADLINE_SESSION_THREAD_ID'] = 'stale-thread';
     withSession(THREADLESS, () => {
       expect(sessionEnv('THREADLINE_SESSION_THREAD_ID', 'none')).toBe('none');
@@ -87,7 +87,7 @@ describe('childProcessEnv', () => {
     expect(env['LANG']).toBe('C.UTF-8');
   });
 
-  it("inside a session adds only that session's routing (lesson 5)", () => {
+  it("inside a session adds only that session's routing (pitfall: Inherited environment in a child process)", () => {
     const session = createSession(THREADLESS);
     const env = withSession(session, () => childProcessEnv(base));
     expect(env).toEqual({

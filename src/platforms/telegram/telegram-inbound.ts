@@ -7,7 +7,7 @@ const CHAT_TYPES: Record<string, ChatType> = { private: 'dm', group: 'group', su
 /**
  * The InboundMessage of a Telegram update, or undefined for updates that carry no text
  * for the agent (edits, joins, stickers). A forum topic's message_thread_id becomes the
- * thread id, so the reply goes back into the topic, never into "General" (lesson 7).
+ * thread id, so the reply goes back into the topic, never into "General" (pitfall: Replies that lose their thread).
  * The update is untrusted input: every field is checked before it is read.
  */
 export function telegramInbound(update: unknown): InboundMessage | undefined {

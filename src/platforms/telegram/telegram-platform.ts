@@ -86,7 +86,7 @@ export class TelegramPlatform implements Platform {
   async send(message: OutboundMessage, signal: AbortSignal): Promise<void> {
     const { destination } = message;
     if (destination.threadId !== undefined && !/^\d+$/.test(destination.threadId)) {
-      // Sent without its topic it would land in "General" (lesson 7): refuse instead.
+      // Sent without its topic it would land in "General" (pitfall: Replies that lose their thread): refuse instead.
       throw new DeliveryError(`Telegram topic ids are numbers, not ${JSON.stringify(destination.threadId)}`, { retryable: false });
     }
     try {
@@ -145,7 +145,7 @@ export class TelegramPlatform implements Platform {
   }
 
   /**
-   * Long polling from the root context (lesson 12). While the intake is full the loop waits,
+   * Long polling from the root context (pitfall: Long-lived loops holding a request's context). While the intake is full the loop waits,
    * so updates stay with Telegram instead of being dropped.
    */
   start(intake: Intake): void {

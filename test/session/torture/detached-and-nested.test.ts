@@ -30,8 +30,8 @@ describe.each(runtimes)('detached and nested: $name runtime', (runtime) => {
 
   /**
    * Session A's handler dispatches the handler of message B through `start`. Until B's handler
-   * enters B, it must see no session at all: not A (lesson 3), and a subprocess spawned in
-   * that window must not get A's routing (#67083).
+   * enters B, it must see no session at all: not A (pitfall: Inherited routing), and a subprocess spawned in
+   * that window must not get A's routing (pitfall: Inherited environment in a child process).
    */
   async function dispatchFromHandlers(probe: Probe, start: <T>(fn: () => T) => T): Promise<void> {
     const dispatched: Promise<void>[] = [];
@@ -65,7 +65,7 @@ describe.each(runtimes)('detached and nested: $name runtime', (runtime) => {
     await expectIsolation(probe, { reads: n * 8, spans: n * 6 });
   });
 
-  it('pitfall: dispatched without detached(), the new handler starts in the dispatching session (lesson 3)', async () => {
+  it('pitfall: dispatched without detached(), the new handler starts in the dispatching session (pitfall: Inherited routing)', async () => {
     const probe = new Probe(runtime);
     await dispatchFromHandlers(probe, (fn) => fn());
     // The real runtime gets exactly the four reads of the window wrong: they see A.

@@ -1,4 +1,4 @@
-// Lesson 11: emitters, queues and pools run callbacks in the context of whoever created or
+// Pitfall "Callbacks in their creator's context": emitters, queues and pools run callbacks in the context of whoever created or
 // drained them. Each case shows the pitfall (even the real runtime reads the wrong session
 // without bind) and the fix (bind at the boundary: every callback reads its own).
 import { EventEmitter } from 'node:events';
@@ -60,7 +60,7 @@ class CallbackPool {
   }
 }
 
-/** Callbacks drained by a setImmediate scheduled by whoever found the queue empty (lesson 8). */
+/** Callbacks drained by a setImmediate scheduled by whoever found the queue empty (pitfall: Orphan traces from a deferred queue). */
 class ImmediateQueue {
   private pending: Callback[] = [];
 

@@ -44,7 +44,7 @@ const PLATFORMS = ['telegram', 'slack', 'discord', 'matrix'];
 /**
  * `count` distinct sessions, ids prefixed by `label` so sets never overlap. Ids hold ':' '/'
  * and unicode (astral too); a third have no thread; every twelfth pair would collide if ids
- * were joined with ':' ("kN:x"+"y" vs "kN"+"x:y", lesson 6).
+ * were joined with ':' ("kN:x"+"y" vs "kN"+"x:y"; pitfall: Colliding session keys).
  */
 export function makeSessions(count: number, label: string): Session[] {
   const sessions: Session[] = [];
@@ -309,7 +309,7 @@ export async function expectIsolation(probe: Probe, expected: { reads: number; s
 }
 
 /**
- * For the documented pitfalls (lessons 11, 12): without the helper, reads go wrong in every
+ * For the documented pitfalls (pitfalls: Callbacks in their creator's context; Long-lived loops holding a request's context): without the helper, reads go wrong in every
  * runtime, the real one included.
  */
 export async function expectLeak(probe: Probe, expected: { reads: number; realMismatches?: number }): Promise<void> {

@@ -1,5 +1,5 @@
 // Round trips through a real node:http server in this process: the baggage header goes in,
-// the routing comes back out. The server never takes routing from headers (lesson 15): it
+// the routing comes back out. The server never takes routing from headers (pitfall: Routing taken from inbound baggage): it
 // handles each message in the session its payload names, as a platform webhook would.
 import { once } from 'node:events';
 import { Agent, createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';

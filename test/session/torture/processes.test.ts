@@ -1,4 +1,4 @@
-// Lessons 4 and 5: a child process gets its routing from its own session's env, never from
+// Pitfalls "Stale environment fallback" and "Inherited environment in a child process": a child process gets its routing from its own session's env, never from
 // a stale THREADLINE_SESSION_* in the parent's environment. /bin/sh, not node: 2,000 node
 // processes would take minutes on two cores.
 import { execFile } from 'node:child_process';

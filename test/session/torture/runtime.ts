@@ -1,6 +1,6 @@
 // The session runtimes the torture suite runs against: threadline's real one, and a naive one
 // that keeps "the current session" in a module-level variable, as the broken Python gateway
-// kept it in process-wide env vars (lesson 1). Every case runs over both: the real one must
+// kept it in process-wide env vars (pitfall: Process-wide routing). Every case runs over both: the real one must
 // isolate every session, the naive one must be caught failing, which proves the case can fail.
 import { context, trace, type Link, type SpanContext, type Span as ApiSpan } from '@opentelemetry/api';
 import type { ReadableSpan, Span, SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -29,9 +29,9 @@ export interface SessionRuntime {
   readonly isolates: boolean;
   run<T>(session: Session, fn: () => T): T;
   current(): Session | undefined;
-  /** Makes `fn` run in the session active where bind was called (lesson 11). */
+  /** Makes `fn` run in the session active where bind was called (pitfall: Callbacks in their creator's context). */
   bind<F extends (...args: never[]) => unknown>(fn: F): F;
-  /** Runs `fn` outside any session: how handlers and long-lived loops are started (lessons 3, 12). */
+  /** Runs `fn` outside any session: how handlers and long-lived loops are started (pitfalls: Inherited routing; Long-lived loops holding a request's context). */
   detached<T>(fn: () => T): T;
   /** The environment for a child process of the current session. */
   childEnv(): NodeJS.ProcessEnv;

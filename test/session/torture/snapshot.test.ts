@@ -1,4 +1,4 @@
-// Lesson 7: routing that must outlive its message (a watcher, a job, a restart) is captured
+// Pitfall "Replies that lose their thread": routing that must outlive its message (a watcher, a job, a restart) is captured
 // as JSON and resumed later, here inside the handler of an unrelated session.
 import { trace, type SpanContext } from '@opentelemetry/api';
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 // Span stamping: every span started at a boundary carries its own session's routing, and
-// the processor reads the context a span was started with, not the active one (lesson 17).
+// the processor reads the context a span was started with, not the active one (pitfall: Stamping from the active context).
 // Probe.read starts a span at every read, so every other file checks stamping too.
 import { context, type Context } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';

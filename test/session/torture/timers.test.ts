@@ -89,7 +89,7 @@ describe.each(runtimes)('timers: $name runtime', (runtime) => {
 
   const TICKS = 40;
 
-  it('a poll loop started with detached() inside a session sees no session on any tick (lesson 12)', async () => {
+  it("a poll loop started with detached() inside a session sees no session on any tick (pitfall: Long-lived loops holding a request's context)", async () => {
     const probe = new Probe(runtime);
     let loop: Promise<void> | undefined;
     await forEachSession(runtime, sessions, 'detached poll', async (session, index, rng) => {

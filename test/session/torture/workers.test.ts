@@ -1,4 +1,4 @@
-// worker_threads: the session crosses postMessage only through inject/extract (lesson 13).
+// worker_threads: the session crosses postMessage only through inject/extract (pitfall: Context lost across threads).
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, it } from 'vitest';
