@@ -75,7 +75,7 @@ function spanCase(name: string, spanProcessors: SpanProcessor[], attributes: num
 const spanCases = [
   spanCase('none', [], 0),
   spanCase('baggage', [new BaggageSpanProcessor((key) => BAGGAGE_KEYS.has(key))], 4),
-  spanCase('stamp', [new SessionSpanProcessor()], 6),
+  spanCase('stamp', [new SessionSpanProcessor()], 7),
 ];
 
 // --- reads ---------------------------------------------------------------------------------
@@ -140,7 +140,7 @@ console.log(
 table('span start+end, child span in a session', PLAN, spanSamples, {
   none: 'no processor',
   baggage: 'BaggageSpanProcessor, 4 keys',
-  stamp: 'SessionSpanProcessor, 6 attributes',
+  stamp: 'SessionSpanProcessor, 7 attributes',
 });
 table('read', PLAN, readSamples, {
   getStore: 'AsyncLocalStorage.getStore()',

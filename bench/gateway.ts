@@ -1,101 +1,36 @@
 /**
- * npm run bench:gateway — echo mode over loopback, three servers side by side under the same
- * load generator (autocannon, in this process; every server and the sink in processes of
- * their own):
+ * npm run bench:gateway — server CPU per message at a fixed offered load below saturation,
+ * echo mode over loopback. Four servers, each a process of its own:
  *   1. a bare forwarder (fastify, 202, one keep-alive POST; no store, queue or telemetry)
- *   2. threadline with telemetry off (OTEL_SDK_DISABLED)
- *   3. threadline with telemetry on (batch processor → a local OTLP receiver)
- * Rounds interleave the servers so drift and noise hit all three alike; each figure is the
- * median over rounds. Throughput is end to end: messages accepted with 2xx in a round,
- * divided by the time until the sink had received all their deliveries.
- * Then 1M messages through the in-process pipeline for heap growth (bench/gateway/memory.ts).
+ *   2. a hand-written durable forwarder (fastify, better-sqlite3 on the main thread, an outbox)
+ *   3. threadline with telemetry off (OTEL_SDK_DISABLED)
+ *   4. threadline with telemetry on, as `npm start` has it (spans to the trace file)
+ * The load generator (this process) and the delivery sink (a process of its own) are the
+ * same for every server, so their cost is the same too; only the server's CPU is counted.
+ * Rounds interleave the servers, each round starting with a different one, so drift and other
+ * processes' bursts hit all alike; each figure is the median over rounds. Then saturation
+ * throughput and p99 (reported, not targeted) and heap growth over 1M in-process messages.
+ * BENCH_BASELINE_DIST=<dir> adds a second threadline build, telemetry off and on, side by side.
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
 import { createInterface } from 'node:readline';
-import autocannon from 'autocannon';
+import { median, quantile } from './harness.js';
+import { measureAtFixedLoad, messageBody, type FixedLoad, type FixedLoadRound } from './gateway/fixed-load.js';
+import { saturate, type Saturation } from './gateway/saturation.js';
+import { benchServers, root, startServer, stopServer, type RunningServer } from './gateway/servers.js';
+import { startSink } from './gateway/sink-process.js';
 
-const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
-const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 5);
-const CONNECTIONS = 64;
-const CHATS = 200;
-const MEMORY_MESSAGES = Number(process.env['BENCH_MEMORY_MESSAGES'] ?? 1_000_000);
-const root = new URL('..', import.meta.url).pathname;
-
-interface Sink {
-  readonly url: string;
-  stats(reset?: boolean): Promise<{ deliveries: number; traceExports: number }>;
-  readonly child: ChildProcess;
-}
-
-async function startSink(): Promise<Sink> {
-  const child = fork(join(root, 'bench/gateway/sink.ts'), { execArgv: ['--import', 'tsx'] });
-  const port = await new Promise<number>((resolve) => child.once('message', (m: { port: number }) => resolve(m.port)));
-  return {
-    url: `http://127.0.0.1:${port}`,
-    child,
-    stats: (reset = false) =>
-      new Promise((resolve) => {
-        child.once('message', (m) => resolve(m as { deliveries: number; traceExports: number }));
-        child.send({ reset });
-      }),
-  };
-}
-
-async function startServer(args: string[], env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  for await (const line of createInterface({ input: child.stdout! })) {
-    const match = /listening on (http:\/\/\S+)/.exec(line);
-    if (match) return { url: match[1]!, child };
-  }
-  throw new Error(`server ${args.join(' ')} exited before listening`);
-}
-
-interface Round {
-  readonly msgsPerSecond: number;
-  readonly p99Ms: number;
-  readonly refused: number;
-}
-
-async function measure(url: string, sink: Sink): Promise<Round> {
-  await sink.stats(true);
-  let counter = 0;
-  const started = performance.now();
-  const result = await autocannon({
-    url: `${url}/v1/messages`,
-    connections: CONNECTIONS,
-    duration: SECONDS,
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    requests: [
-      {
-        setupRequest: (request) => {
-          const n = counter++;
-          const chat = n % CHATS;
-          const body = { chat_id: `chat:${chat}`, ...(chat % 2 === 0 ? { thread_id: `t/${chat}` } : {}), text: `m${n}` };
-          return { ...request, body: JSON.stringify(body) };
-        },
-      },
-    ],
-  });
-  const accepted = result['2xx'];
-  for (;;) {
-    const { deliveries } = await sink.stats();
-    if (deliveries >= accepted) break;
-    if (performance.now() - started > (SECONDS + 60) * 1000) throw new Error(`only ${deliveries}/${accepted} delivered`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  const seconds = (performance.now() - started) / 1000;
-  return { msgsPerSecond: accepted / seconds, p99Ms: result.latency.p99, refused: result.non2xx };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
+const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const ROUNDS = env('BENCH_ROUNDS', 8);
+const LOAD: FixedLoad = { rate: env('BENCH_RATE', 800), warmupSeconds: env('BENCH_WARMUP_SECONDS', 2), windowSeconds: env('BENCH_SECONDS', 10) };
+const SATURATION_ROUNDS = env('BENCH_SATURATION_ROUNDS', 3);
+const SATURATION_SECONDS = env('BENCH_SATURATION_SECONDS', 5);
+const MEMORY_MESSAGES = env('BENCH_MEMORY_MESSAGES', 1_000_000);
+const DIST = process.env['BENCH_THREADLINE_DIST'] ?? 'dist';
+const BASELINE_DIST = process.env['BENCH_BASELINE_DIST'];
 
 /** What bench/gateway/memory.ts prints, in MB and seconds. */
 interface MemoryResult {
@@ -115,66 +50,111 @@ async function memoryGrowth(): Promise<MemoryResult> {
   return JSON.parse(last) as MemoryResult;
 }
 
+const rotate = <T>(items: readonly T[], by: number): T[] => items.map((_, i) => items[(i + by) % items.length]!);
+const fixed = (value: number, digits = 0) => value.toFixed(digits);
+
 const sink = await startSink();
-const dirs = [mkdtempSync(join(tmpdir(), 'bench-off-')), mkdtempSync(join(tmpdir(), 'bench-on-'))];
-const threadline = ['--import', './dist/telemetry/register.js', 'dist/cli/main.js'];
-const common = {
-  PORT: '0',
-  THREADLINE_WEBHOOK_DELIVERY_URL: `${sink.url}/deliveries`,
-  THREADLINE_LOG_LEVEL: 'warn',
-  THREADLINE_QUEUE_CAPACITY: '100000',
-};
-const servers = {
-  bare: await startServer(['--import', 'tsx', 'bench/gateway/bare-forwarder.ts'], { DELIVERY_URL: `${sink.url}/deliveries` }),
-  off: await startServer(threadline, { ...common, THREADLINE_DATA_DIR: dirs[0]!, OTEL_SDK_DISABLED: 'true' }),
-  on: await startServer(threadline, {
-    ...common,
-    THREADLINE_DATA_DIR: dirs[1]!,
-    OTEL_EXPORTER_OTLP_ENDPOINT: sink.url,
-    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
-  }),
-};
+const specs = benchServers({ deliveryUrl: `${sink.url}/deliveries`, dist: DIST, baselineDist: BASELINE_DIST });
+const servers: RunningServer[] = [];
+for (const spec of specs) servers.push(await startServer(spec));
 
-const rounds: Record<keyof typeof servers, Round[]> = { bare: [], off: [], on: [] };
-for (const name of Object.keys(servers) as (keyof typeof servers)[]) await measure(servers[name].url, sink); // warm-up
+const header =
+  `node ${process.version} · ${cpus()[0]?.model ?? 'unknown CPU'} ×${cpus().length} · load average ${loadavg()[0]!.toFixed(1)} · ` +
+  `${LOAD.rate} msg/s offered · ${ROUNDS} rounds of a ${LOAD.windowSeconds} s window after ${LOAD.warmupSeconds} s`;
+console.log(header);
+
+// Unmeasured: JIT tiers, SQLite's files and the trace file settle before the first round.
+for (const server of servers) await measureAtFixedLoad(server, sink, { ...LOAD, warmupSeconds: 0, windowSeconds: 3 });
+
+const rounds = new Map<string, FixedLoadRound[]>(servers.map((s) => [s.spec.name, []]));
 for (let round = 0; round < ROUNDS; round++) {
-  for (const name of Object.keys(servers) as (keyof typeof servers)[]) rounds[name].push(await measure(servers[name].url, sink));
+  const line: string[] = [];
+  for (const server of rotate(servers, round)) {
+    const result = await measureAtFixedLoad(server, sink, LOAD);
+    rounds.get(server.spec.name)!.push(result);
+    line.push(`${server.spec.name} ${fixed(result.cpuUs)} µs`);
+  }
+  console.error(`round ${round + 1}/${ROUNDS}: ${line.join(' · ')}`);
 }
-const traceExports = (await sink.stats()).traceExports;
-for (const server of Object.values(servers)) server.child.kill('SIGTERM');
 
-const figure = (name: keyof typeof servers) => ({
-  msgs: median(rounds[name].map((r) => r.msgsPerSecond)),
-  p99: median(rounds[name].map((r) => r.p99Ms)),
-  refused: rounds[name].reduce((sum, r) => sum + r.refused, 0),
-});
-const bare = figure('bare');
-const off = figure('off');
-const on = figure('on');
-console.log(`node ${process.version} · ${ROUNDS} rounds × ${SECONDS} s · ${CONNECTIONS} connections · ${CHATS} chats`);
-console.log('server                      msg/s   p99 ms  non-2xx   each round (msg/s)');
-for (const [label, name] of [['1 bare forwarder', 'bare'], ['2 threadline, telemetry off', 'off'], ['3 threadline, telemetry on', 'on']] as const) {
-  const f = figure(name);
-  const each = rounds[name].map((r) => r.msgsPerSecond.toFixed(0)).join(' ');
-  console.log(`${label.padEnd(27)} ${f.msgs.toFixed(0).padStart(6)} ${f.p99.toFixed(1).padStart(8)} ${String(f.refused).padStart(8)}   ${each}`);
+const saturation = new Map<string, Saturation[]>(servers.map((s) => [s.spec.name, []]));
+for (let round = 0; round < SATURATION_ROUNDS; round++) {
+  for (const server of rotate(servers, round)) saturation.get(server.spec.name)!.push(await saturate(server.url, sink, SATURATION_SECONDS, messageBody));
 }
-console.log(`OTLP export requests received while telemetry was on: ${traceExports}`);
 
-console.log(`\n${MEMORY_MESSAGES} messages through the in-process pipeline for heap growth…`);
-const memory = await memoryGrowth();
-console.log(`heap growth after GC: ${memory.growth.toFixed(2)} MB, RSS growth ${memory.rssGrowth.toFixed(1)} MB (${(memory.messages / memory.seconds).toFixed(0)} msg/s in-process)`);
+// The trace file is the proof that telemetry was on: spans reached it while the rounds ran.
+const traceFiles = servers
+  .filter((s) => s.spec.name.startsWith('on'))
+  .map((s) => ({ name: s.spec.name, path: join(s.dataDir, 'traces.jsonl') }))
+  .map(({ name, path }) => ({ name, bytes: existsSync(path) ? statSync(path).size : 0 }));
+for (const server of servers) await stopServer(server);
+sink.stop();
 
-const onVsOff = on.msgs / off.msgs;
-const vsBare = on.msgs / bare.msgs;
-const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
-console.log(`\ntelemetry on / off        ${onVsOff.toFixed(2)}  target ≥ 0.85  ${verdict(onVsOff >= 0.85)}`);
-console.log(`telemetry on / bare       ${vsBare.toFixed(2)}  target ≥ 0.50  ${verdict(vsBare >= 0.5)}`);
-console.log(`heap growth               ${memory.growth.toFixed(2)} MB  target ≤ 10  ${verdict(memory.growth <= 10)}`);
-console.log(`RESULT telemetry_on_vs_off=${onVsOff.toFixed(2)}`);
-console.log(`RESULT vs_bare_forwarder=${vsBare.toFixed(2)}`);
-console.log(`RESULT echo_msgs_per_s=${on.msgs.toFixed(0)}`);
-console.log(`RESULT p99_ms=${on.p99.toFixed(1)}`);
-console.log(`RESULT heap_growth_mb=${memory.growth.toFixed(2)}`);
+// --- report --------------------------------------------------------------------------------
 
-sink.child.kill();
-for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+const series = (name: string, pick: (r: FixedLoadRound) => number) => rounds.get(name)!.map(pick);
+const cpuOf = (name: string) => median(series(name, (r) => r.cpuUs));
+/** Per-round ratios: the two servers ran moments apart, so these show the run's spread. */
+const roundRatios = (a: string, b: string) => {
+  const bs = series(b, (r) => r.cpuUs);
+  return series(a, (r) => r.cpuUs).map((v, i) => v / bs[i]!);
+};
+const spread = (values: readonly number[], digits = 0) => `${fixed(Math.min(...values), digits)}–${fixed(Math.max(...values), digits)}`;
+
+console.log(`\nserver CPU a message at ${LOAD.rate} msg/s (/proc/<pid>/stat: every thread of the server process), medians over ${ROUNDS} rounds`);
+console.log(`${'server'.padEnd(48)} ${'µs/msg'.padStart(7)} ${'event loop'.padStart(10)} ${'other threads'.padStart(13)}   ${'rounds'.padEnd(10)} ${'p99 ms'.padStart(7)}  refused`);
+for (const [index, server] of servers.entries()) {
+  const name = server.spec.name;
+  const cpu = series(name, (r) => r.cpuUs);
+  const loop = median(series(name, (r) => r.eventLoopUs));
+  const others = median(series(name, (r) => r.cpuUs - r.eventLoopUs));
+  const p99 = median(series(name, (r) => r.p99Ms));
+  const refused = rounds.get(name)!.reduce((sum, r) => sum + r.refused + r.failed, 0);
+  const label = `${index + 1} ${server.spec.label}`;
+  console.log(
+    `${label.padEnd(48)} ${fixed(median(cpu)).padStart(7)} ${fixed(loop).padStart(10)} ${fixed(others).padStart(13)}   ${spread(cpu).padEnd(10)} ${fixed(p99, 1).padStart(7)}  ${refused}`,
+  );
+}
+for (const { name, bytes } of traceFiles) console.log(`trace file of ${name}: ${fixed(bytes / 2 ** 20, 1)} MB (rotated at 64 MB)`);
+
+if (SATURATION_ROUNDS > 0) {
+  console.log(`\nsaturation (autocannon, 64 connections, ${SATURATION_SECONDS} s, end to end), medians over ${SATURATION_ROUNDS} rounds`);
+  for (const server of servers) {
+    const runs = saturation.get(server.spec.name)!;
+    const msgs = runs.map((r) => r.msgsPerSecond);
+    console.log(`${server.spec.label.padEnd(48)} ${fixed(median(msgs)).padStart(7)} msg/s (${spread(msgs)})  p99 ${fixed(median(runs.map((r) => r.p99Ms)), 1)} ms`);
+  }
+}
+
+let memory: MemoryResult | undefined;
+if (MEMORY_MESSAGES > 0) {
+  console.log(`\n${MEMORY_MESSAGES} messages through the in-process pipeline for heap growth…`);
+  memory = await memoryGrowth();
+  console.log(`heap growth after GC: ${fixed(memory.growth, 2)} MB, RSS growth ${fixed(memory.rssGrowth, 1)} MB (${fixed(memory.messages / memory.seconds)} msg/s in-process)`);
+}
+
+const ratio = (a: string, b: string) => Number((cpuOf(a) / cpuOf(b)).toFixed(2));
+const targets = [
+  { name: 'cpu_on_vs_off', value: ratio('on', 'off'), rounds: roundRatios('on', 'off'), target: 1.2 },
+  { name: 'cpu_off_vs_durable', value: ratio('off', 'durable'), rounds: roundRatios('off', 'durable'), target: 1.0 },
+];
+const compared = BASELINE_DIST === undefined ? [] : [
+  { name: 'cpu_off_vs_baseline', value: ratio('off', 'off_baseline'), rounds: roundRatios('off', 'off_baseline') },
+  { name: 'cpu_on_vs_baseline', value: ratio('on', 'on_baseline'), rounds: roundRatios('on', 'on_baseline') },
+];
+console.log('');
+for (const { name, value, rounds: each } of [...targets, ...compared]) {
+  console.log(`${name.padEnd(20)} ${value.toFixed(2)}  (rounds ${spread(each, 2)}, p25–p75 ${quantile(each, 0.25).toFixed(2)}–${quantile(each, 0.75).toFixed(2)})`);
+}
+console.log('');
+for (const { name, value } of [...targets, ...compared]) console.log(`RESULT ${name}=${value.toFixed(2)}`);
+for (const server of servers) console.log(`RESULT cpu_us_per_msg_${server.spec.name}=${fixed(cpuOf(server.spec.name))}`);
+for (const server of servers) console.log(`RESULT p99_ms_${server.spec.name}=${fixed(median(series(server.spec.name, (r) => r.p99Ms)), 1)}`);
+if (SATURATION_ROUNDS > 0) {
+  for (const server of servers) console.log(`RESULT saturation_msgs_per_s_${server.spec.name}=${fixed(median(saturation.get(server.spec.name)!.map((r) => r.msgsPerSecond)))}`);
+}
+if (memory !== undefined) console.log(`RESULT heap_growth_mb=${fixed(memory.growth, 2)}`);
+console.log('');
+// Judged on the printed two-decimal value, so a line never contradicts its RESULT.
+for (const { name, value, target } of targets) console.log(`TARGET ${name}=${value.toFixed(2)} (target ≤ ${target.toFixed(2)}): ${value <= target ? 'met' : 'MISSED'}`);
+if (memory !== undefined) console.log(`TARGET heap_growth_mb=${fixed(memory.growth, 2)} (target ≤ 10): ${memory.growth <= 10 ? 'met' : 'MISSED'}`);

@@ -1,17 +1,15 @@
 /**
- * The far end of the gateway benchmark, in a process of its own: a delivery receiver and an
- * OTLP receiver on loopback that only count. Reports its port on stdout and its counts over IPC.
+ * The far end of the gateway benchmark, in a process of its own: a delivery receiver on
+ * loopback that only counts. Reports its port and its count over IPC.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 let deliveries = 0;
-let traceExports = 0;
 const server = createServer((request, response) => {
   request.resume();
   request.on('end', () => {
-    if (request.url === '/v1/traces') traceExports++;
-    else deliveries++;
+    deliveries++;
     response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
   });
 });
@@ -21,6 +19,6 @@ server.listen(0, '127.0.0.1', () => {
 });
 process.on('message', (message: { reset?: boolean }) => {
   if (message.reset === true) deliveries = 0;
-  process.send!({ deliveries, traceExports });
+  process.send!({ deliveries });
 });
 process.on('disconnect', () => process.exit(0));
