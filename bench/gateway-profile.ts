@@ -22,6 +22,7 @@ const LOAD: FixedLoad = { rate: env('BENCH_RATE', 800), warmupSeconds: env('BENC
 const TOP = env('BENCH_TOP', 30);
 const CALLERS = env('BENCH_CALLERS', 12);
 const DIST = process.env['BENCH_THREADLINE_DIST'] ?? 'dist';
+const SORT_BY_OFF = process.env['BENCH_SORT'] === 'off';
 
 const sink = await startSink();
 const threadline = benchServers({ deliveryUrl: `${sink.url}/deliveries`, dist: DIST });
@@ -79,8 +80,9 @@ function table(title: string, map: (s: ProfileSums) => SelfTime): string[] {
     const [o, u, n] = ['off', 'unrecorded', 'on'].map((name) => perMessage(name, map, key)) as [number, number, number];
     return { key, o, u, n };
   });
-  rows.sort((a, b) => b.n - b.u - (a.n - a.u));
-  console.log(`\n${title}: event-loop self time, µs a message, by what recording adds (on − nothing recorded)`);
+  // BENCH_SORT=off: what threadline itself costs, telemetry aside.
+  rows.sort(SORT_BY_OFF ? (a, b) => b.o - a.o : (a, b) => b.n - b.u - (a.n - a.u));
+  console.log(`\n${title}: event-loop self time, µs a message, ${SORT_BY_OFF ? 'by telemetry off' : 'by what recording adds (on − nothing recorded)'}`);
   console.log(`${'off'.padStart(7)} ${'unrec.'.padStart(7)} ${'on'.padStart(7)} ${'on−unr'.padStart(7)} ${'unr−off'.padStart(7)}  where`);
   for (const { key, o, u, n } of rows.slice(0, TOP)) console.log(`${us(o)} ${us(u)} ${us(n)} ${us(n - u)} ${us(u - o)}  ${key}`);
   return rows.map((row) => row.key);

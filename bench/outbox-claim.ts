@@ -1,7 +1,7 @@
 /**
  * A claim pass over a large outbox: 200,000 pending deliveries over 10,000 chats, every chat's
  * head due. Times one pass of the outbox loop (claim up to 64, read the next due time) through
- * the store's thread, as the gateway pays it, and the same statement on the connection alone;
+ * the store's connection, as the gateway pays it, and the same statement on the connection alone;
  * beside it, the query of the design before heads (oldest pending of each destination found
  * by NOT EXISTS over pending rows), on the same rows.
  */
@@ -62,7 +62,7 @@ const scan = timeDirect(() => scanQuery.all(10_000, CLAIM));
 const open = ops.pressure(1_000).open;
 db.close();
 
-// The same pass through the store's thread, as the outbox makes it.
+// The same pass through the store's connection, as the outbox makes it.
 const store = await SqliteStore.open(path, RETENTION);
 const threaded: number[] = [];
 for (let i = 0; i < PASSES; i++) {

@@ -97,7 +97,7 @@ await send(warmup, total);
 const seconds = (performance.now() - started) / 1000;
 await new Promise((resolve) => setTimeout(resolve, 6000)); // let the batch processor's timer flush
 const after = heapMb();
-// The store's thread has a heap of its own, outside heapUsed; RSS counts every thread.
+// RSS counts every thread the process has; heapUsed only the event loop's isolate.
 const rssGrowth = process.memoryUsage().rss / 2 ** 20 - rssBefore;
 await gateway.stop(1000);
 await store.close();

@@ -56,7 +56,7 @@ export async function startGateway(config: GatewayConfig, parts: GatewayParts): 
     });
     return await assemble(config, parts, store, () => lock.release());
   } catch (error) {
-    // A start that failed (a port in use, say) must not leave the store's thread running.
+    // A start that failed (a port in use, say) must not leave the store open.
     await store?.close().catch(() => {});
     lock.release();
     throw error;

@@ -6,7 +6,7 @@ import { NEXT_AT, createSchema } from './sqlite-schema.js';
 
 /**
  * Finished deliveries and expired intake keys deleted per prune: a day's worth in one DELETE
- * would hold the store's thread for as long as it takes. A prune runs once a second, or every
+ * would hold the event loop for as long as it takes. A prune runs once a second, or every
  * 10 ms while the last batch was full.
  */
 export const PRUNE_BATCH = 1_000;
@@ -46,7 +46,7 @@ export interface DeliveryRow {
   finished_at: number | null;
 }
 
-/** What intake checks in the transaction that appends a message, as the store's thread takes it. */
+/** What intake checks in the transaction that appends a message, as the store's connection takes it. */
 export interface EncodedAcceptChecks {
   /** The message's own destination (formatDestination), whose open deliveries are capped. */
   readonly destination: string;
@@ -88,7 +88,7 @@ const DELIVERY_COLUMNS = `id, kind, destination, text, in_reply_to, origin, stat
 
 /**
  * Every statement the store runs, prepared once, as functions of plain values: they are
- * called by name with arguments posted from the event-loop thread, or by the CLI on its own
+ * called by name through the gateway's connection (SqliteConnection), or by the CLI on its own
  * connection. Each function is one transaction's worth of work; JSON columns arrive encoded
  * and leave encoded; times come from the caller.
  */

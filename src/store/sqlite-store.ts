@@ -3,7 +3,7 @@ import { formatDestination, parseDestination, type Delivery, type DeliveryRecord
 import { messageOf } from '../errors.js';
 import { sessionIdOfKey, type RoutingSnapshot } from '../session/index.js';
 import type { DeliveryRow, Retention } from './sqlite-operations.js';
-import { SqliteThread } from './sqlite-thread.js';
+import { SqliteConnection } from './sqlite-connection.js';
 import type { Conversations, HomeChannels, MessageLog, OutboxStore, Store } from './store.js';
 
 /** Conversation epochs kept in memory; a miss costs one read. */
@@ -16,8 +16,8 @@ const DEFAULT_RETENTION: Retention = { doneMs: DONE_RETENTION_MS, failedMs: 7 * 
 /**
  * The embedded store: one SQLite file in WAL mode with synchronous=NORMAL, which keeps
  * every committed write through a process crash (kill -9); only an OS crash can lose the
- * last transactions. The connection lives on a thread of its own (SqliteThread), where
- * each event-loop turn's statements commit together. Completed messages are deleted; done
+ * last transactions. The connection (SqliteConnection) commits each event-loop turn's
+ * statements together. Completed messages are deleted; done
  * deliveries are kept for `retention.doneMs` (a day) so a replayed turn finds their ids,
  * failed ones for `retention.failedMs` (a week) as dead letters, then pruned in batches.
  */
@@ -27,7 +27,7 @@ export class SqliteStore implements Store {
   readonly homes: HomeChannels;
   readonly conversations: Conversations;
 
-  private constructor(private readonly thread: SqliteThread) {
+  private constructor(private readonly thread: SqliteConnection) {
     this.messages = messageLog(thread);
     this.outbox = outbox(thread);
     this.homes = homeChannels(thread);
@@ -36,7 +36,7 @@ export class SqliteStore implements Store {
 
   /** Opens the store, creating it and its directory if needed; TL_STORE_FAILED says why it cannot. */
   static async open(path: string, retention: Retention = DEFAULT_RETENTION): Promise<SqliteStore> {
-    return new SqliteStore(await SqliteThread.start(path, retention));
+    return new SqliteStore(SqliteConnection.open(path, retention));
   }
 
   close(): Promise<void> {
@@ -59,7 +59,7 @@ function encodeRouting(routing: RoutingSnapshot): string {
   return json;
 }
 
-function messageLog(thread: SqliteThread): MessageLog {
+function messageLog(thread: SqliteConnection): MessageLog {
   return {
     accept: (message, checks) =>
       thread.call('acceptMessage', message.id, encodeRouting(message.routing), message.text, message.receivedAt, {
@@ -81,7 +81,7 @@ function messageLog(thread: SqliteThread): MessageLog {
   };
 }
 
-function outbox(thread: SqliteThread): OutboxStore {
+function outbox(thread: SqliteConnection): OutboxStore {
   return {
     add: (delivery, leaseUntil) =>
       thread.call(
@@ -143,7 +143,7 @@ function toRecord(row: DeliveryRow): DeliveryRecord {
   };
 }
 
-function homeChannels(thread: SqliteThread): HomeChannels {
+function homeChannels(thread: SqliteConnection): HomeChannels {
   return {
     get: async (platform) => {
       const json = await thread.call('getHome', platform);
@@ -155,7 +155,7 @@ function homeChannels(thread: SqliteThread): HomeChannels {
   };
 }
 
-function conversations(thread: SqliteThread): Conversations {
+function conversations(thread: SqliteConnection): Conversations {
   // Every message asks for its conversation's epoch, and this process is the store's only
   // writer, so known epochs are answered from memory without waiting for a commit. A read
   // under way is shared too: a later message of a cold conversation must not overtake an

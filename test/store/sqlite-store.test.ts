@@ -1,15 +1,20 @@
 import Database from 'better-sqlite3';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ThreadlineError } from '../../src/errors.js';
 import { PRUNE_BATCH } from '../../src/store/sqlite-operations.js';
 import { formatDestination } from '../../src/deliveries/delivery.js';
 import { EPOCH_CACHE_SIZE, SqliteStore } from '../../src/store/sqlite-store.js';
-import { SqliteThread } from '../../src/store/sqlite-thread.js';
+import { SqliteConnection } from '../../src/store/sqlite-connection.js';
 import type { NewDelivery, Store, StoredMessage } from '../../src/store/store.js';
 import { webhookOrigin } from '../helpers/gateway.js';
 import { useTempDir } from '../helpers/temp-dir.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 const tempDir = useTempDir('sqlite-store');
 const RETENTION_MS = 60_000;
@@ -219,13 +224,15 @@ describe('SqliteStore failures and round trips', () => {
   it('waits for another connection\'s write (the CLI\'s) instead of failing a transaction that has read', async () => {
     const path = join(tempDir(), 'busy.db');
     const store = await SqliteStore.open(path);
-    const other = new Database(path);
-    other.exec('BEGIN IMMEDIATE');
+    // Another process, as the CLI is: this one's event loop waits on the lock while it is held.
+    const holder = spawn(
+      process.execPath,
+      ['-e', `const db = new (require('better-sqlite3'))(process.argv[1]); db.exec('BEGIN IMMEDIATE'); console.log('locked'); setTimeout(() => { db.exec('COMMIT'); db.close(); }, 200);`, path],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await once(holder.stdout!, 'data');
     const accepted = store.messages.accept(message('m-1'), ROOMY);
     const added = store.outbox.add(delivery('d-1', 1), 2);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    other.exec('COMMIT');
-    other.close();
     expect(await accepted).toEqual({ status: 'accepted' });
     expect(await added).toBe('claimed');
     await store.close();
@@ -235,7 +242,7 @@ describe('SqliteStore failures and round trips', () => {
     const store = await SqliteStore.open(':memory:');
     const answered: string[] = [];
     const first = store.conversations.epoch('cold');
-    // Let the first read go to the store's thread, so the second would be a read of its own.
+    // Let the first read be committed, so the second would be a read of its own.
     await new Promise((resolve) => setImmediate(resolve));
     const second = store.conversations.epoch('cold').then(() => answered.push('second'));
     await first;
@@ -247,7 +254,7 @@ describe('SqliteStore failures and round trips', () => {
 
   it('forgets a failed epoch read at once, so the next message of the conversation reads again', async () => {
     const store = await SqliteStore.open(':memory:');
-    vi.spyOn(SqliteThread.prototype, 'call').mockRejectedValueOnce(new Error('disk I/O error'));
+    vi.spyOn(SqliteConnection.prototype, 'call').mockRejectedValueOnce(new Error('disk I/O error'));
     await expect(store.conversations.epoch('k')).rejects.toThrow('disk I/O error');
     expect(await store.conversations.epoch('k')).toBe(0);
     await store.close();
@@ -257,7 +264,7 @@ describe('SqliteStore failures and round trips', () => {
     const store = await SqliteStore.open(':memory:');
     // Epoch reads are answered here, not by SQLite: only whether they are asked for counts.
     let reads = 0;
-    const calls = vi.spyOn(SqliteThread.prototype, 'call').mockImplementation((...[name]: unknown[]) => {
+    const calls = vi.spyOn(SqliteConnection.prototype, 'call').mockImplementation((...[name]: unknown[]) => {
       if (name !== 'epoch') throw new Error(`unexpected ${name}`);
       reads++;
       return Promise.resolve(0) as never;

@@ -1,5 +1,5 @@
 // Opens a store and leaves it open. `idle`: asks nothing. `writes`: waits for one write,
-// then, the thread idle again, for a read. Either way the process must wait for every
+// then, the connection idle again, for a read. Either way the process must wait for every
 // answer it is owed, then end by itself.
 import { SqliteStore } from '../../src/store/sqlite-store.js';
 

@@ -1,0 +1,97 @@
+import type Database from 'better-sqlite3';
+import { ThreadlineError, messageOf } from '../errors.js';
+import { runDetached } from '../session/index.js';
+import { openDatabase, sqliteOperations, type OperationName, type Retention, type SqliteOperations } from './sqlite-operations.js';
+
+type Call = readonly [name: OperationName, args: readonly unknown[]];
+
+interface Caller {
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * The store's SQLite connection, on the event loop. The calls made in one event-loop turn
+ * are committed together in one transaction at the next turn, so the commits grow with the
+ * load; each caller's promise settles after the commit that holds its call, so "accepted"
+ * still means "durable". Calls run in the order they were made, reads included.
+ */
+export class SqliteConnection {
+  private queue: Call[] = [];
+  private callers: Caller[] = [];
+  private scheduled = false;
+  private closed = false;
+  private readonly runBatch: (batch: readonly Call[]) => unknown[];
+  private readonly runOne: (name: OperationName, args: readonly unknown[]) => unknown;
+
+  private constructor(
+    private readonly db: Database.Database,
+    retention: Retention,
+    /** Names the store in errors. */
+    private readonly name: string,
+  ) {
+    const operations = sqliteOperations(db, retention) as Record<string, (...args: unknown[]) => unknown>;
+    // IMMEDIATE: the write lock is taken first, so another writer (the CLI) makes this wait on
+    // the busy timeout instead of failing a transaction that has already read.
+    this.runBatch = db.transaction((batch: readonly Call[]) => batch.map(([name, args]) => operations[name]!(...args))).immediate;
+    // Alone, an operation of several statements is still one transaction.
+    this.runOne = db.transaction((name: string, args: readonly unknown[]) => operations[name]!(...args)).immediate;
+  }
+
+  /** Opens the database; TL_STORE_FAILED says why it cannot. */
+  static open(path: string, retention: Retention): SqliteConnection {
+    return new SqliteConnection(openDatabase(path), retention, path);
+  }
+
+  call<K extends OperationName>(name: K, ...args: Parameters<SqliteOperations[K]>): Promise<ReturnType<SqliteOperations[K]>> {
+    if (this.closed) return Promise.reject(new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} is closed`));
+    return new Promise((resolve, reject) => {
+      this.queue.push([name, args]);
+      this.callers.push({ resolve: resolve as (value: unknown) => void, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        // In the root context: the commit serves every session that asked in this turn.
+        runDetached(() => setImmediate(() => this.commit()));
+      }
+    });
+  }
+
+  /** Refuses more from now on, commits what was asked before, and closes the database. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.commit();
+    this.db.close();
+  }
+
+  private commit(): void {
+    this.scheduled = false;
+    if (this.queue.length === 0) return;
+    const batch = this.queue;
+    const callers = this.callers;
+    this.queue = [];
+    this.callers = [];
+    let results: unknown[];
+    try {
+      results = this.runBatch(batch);
+    } catch {
+      // One statement failed and the transaction rolled back: run each alone so only the
+      // failing caller sees its error.
+      for (const [i, [name, args]] of batch.entries()) {
+        try {
+          callers[i]!.resolve(this.runOne(name, args));
+        } catch (error) {
+          callers[i]!.reject(new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} refused a write: ${describe(error)}`));
+        }
+      }
+      return;
+    }
+    for (let i = 0; i < callers.length; i++) callers[i]!.resolve(results[i]);
+  }
+}
+
+/** SQLite's own code is kept in the message. */
+function describe(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? `${messageOf(error)} (${code})` : messageOf(error);
+}
