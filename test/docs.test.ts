@@ -156,3 +156,31 @@ describe('source comments', () => {
     expect(citing).toEqual([]);
   });
 });
+
+describe('docs/decisions.md', () => {
+  // A package the table names must be one the project depends on; `@scope/` carries over a row.
+  const manifest = JSON.parse(read('package.json')) as { dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
+  const installed = new Set([...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.devDependencies ?? {})]);
+  const section = read('docs/decisions.md').split(/^## Dependencies and why$/m)[1] ?? '';
+  const named = [...section.matchAll(/^\| ([^|]+) \|/gm)].flatMap((row) => {
+    let scope = '';
+    return [...row[1]!.matchAll(/`([^`]+)`/g)].flatMap((match) => {
+      const name = match[1]!;
+      if (name.startsWith('@')) scope = name.slice(0, name.indexOf('/') + 1);
+      if (name.startsWith('-') || name.includes('*')) return [];
+      return [name.startsWith('@') || installed.has(name) ? name : `${scope}${name}`];
+    });
+  });
+
+  it('names packages in its dependency table', () => {
+    expect(named.length).toBeGreaterThan(20);
+  });
+
+  it.each(named)('depends on %s', (name) => {
+    expect(installed).toContain(name);
+  });
+
+  it('keeps no leftover comment or placeholder for the writers', () => {
+    expect(read('docs/decisions.md')).not.toContain('<!--');
+  });
+});
