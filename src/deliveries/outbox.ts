@@ -148,7 +148,7 @@ export class Outbox {
       return;
     }
     this.delivered++;
-    this.metrics.delivery(delivery.destination.platform, delivery.kind, 'sent');
+    this.metrics.delivery(this.platformLabel(delivery), delivery.kind, 'sent');
     // Sent: the turn goes on without waiting for the record. If it is lost, the store still
     // holds the delivery as being sent and the loop claims it again when its lease ends.
     this.writes.add(

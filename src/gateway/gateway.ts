@@ -288,21 +288,24 @@ export class Gateway implements Intake {
   async stop(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     this.state = 'stopping';
-    // An accept already past the intake check answers 202, so its message runs like any queued one.
-    await settledBy(this.acceptsSettled(), deadline);
-    await settledBy(this.scheduler.idle(), deadline);
-    this.closing = true;
-    const turnsReturned = this.scheduler.close('the gateway is stopping');
-    await this.outbox.stop(deadline);
-    if (!(await settledBy(turnsReturned, Date.now() + ABORTED_TURNS_GRACE_MS))) {
-      this.options.logger.error('a turn ignored its abort signal at shutdown; its message runs again at the next start');
+    try {
+      // An accept already past the intake check answers 202, so its message runs like any queued one.
+      await settledBy(this.acceptsSettled(), deadline);
+      await settledBy(this.scheduler.idle(), deadline);
+      this.closing = true;
+      const turnsReturned = this.scheduler.close('the gateway is stopping');
+      await this.outbox.stop(deadline);
+      if (!(await settledBy(turnsReturned, Date.now() + ABORTED_TURNS_GRACE_MS))) {
+        this.options.logger.error('a turn ignored its abort signal at shutdown; its message runs again at the next start');
+      }
+      // Sends that ended while the aborted turns returned are recorded before the store closes.
+      await this.outbox.recorded();
+      await this.writes.drained();
+    } finally {
+      // The gauges read the store, which closes next, whether or not the steps above succeeded.
+      this.unobserve?.();
+      this.unobserve = undefined;
     }
-    // Sends that ended while the aborted turns returned are recorded before the store closes.
-    await this.outbox.recorded();
-    await this.writes.drained();
-    // The gauges read the store, which closes next.
-    this.unobserve?.();
-    this.unobserve = undefined;
   }
 
   private acceptsSettled(): Promise<void> {

@@ -5,11 +5,8 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { SessionFieldError, ThreadlineError, type ErrorCode } from '../errors.js';
 import type { HttpLimits } from './gateway-config.js';
-import { SLACK_EVENTS_PATH } from '../platforms/slack/slack-platform.js';
-import { TELEGRAM_WEBHOOK_PATH } from '../platforms/telegram/telegram-platform.js';
-import { WEBHOOK_PATH } from '../platforms/webhook/webhook-platform.js';
 import { inboundContext } from '../session/index.js';
-import { GatewayMetrics } from '../telemetry/gateway-metrics.js';
+import type { GatewayMetrics } from '../telemetry/gateway-metrics.js';
 import { rejectSpanLimit } from '../telemetry/reject-span-limit.js';
 import { threadlineTracer } from '../telemetry/tracer.js';
 
@@ -26,13 +23,6 @@ const BODY_FIELDS: Record<string, string> = {
   messageId: 'message_id',
 };
 
-/** The platform whose intake each route is: a refusal there is a message refused. */
-const INTAKE_ROUTES: ReadonlyMap<string, string> = new Map([
-  [WEBHOOK_PATH, 'webhook'],
-  [TELEGRAM_WEBHOOK_PATH, 'telegram'],
-  [SLACK_EVENTS_PATH, 'slack'],
-]);
-
 /** What a caller refused for a full outbox is asked to wait: a target that is down takes a while. */
 const OUTBOX_FULL_RETRY_AFTER_SECONDS = 30;
 /** Seconds a refused caller is asked to wait, by the code it was refused with. */
@@ -47,7 +37,7 @@ const RETRY_AFTER_SECONDS: Partial<Record<ErrorCode, number>> = {
  * Every failure leaves as `{error, code}` (and `field` when one field is at fault) with the
  * status of its code; unexpected errors are logged and answered 500 without detail.
  */
-export function errorHandler(logger: Logger, metrics: GatewayMetrics = new GatewayMetrics()) {
+export function errorHandler(logger: Logger, metrics: GatewayMetrics) {
   return (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply => {
     const code = answer(error, request, reply, logger);
     recordRejection(request, reply.statusCode, code);
@@ -57,14 +47,15 @@ export function errorHandler(logger: Logger, metrics: GatewayMetrics = new Gatew
 }
 
 /**
- * Counts a refused intake request under its platform, and one refused before routing (an
- * undecodable path) under none; failures of other routes (health) refuse no message.
- * Intake has counted its own refusals already, with the same error: those are not counted twice.
+ * Counts a refused intake request under its platform (the route's `config.platform`), and one
+ * refused before routing (an undecodable path) under none; failures of other routes (health)
+ * refuse no message. Intake has counted its own refusals already, with the same error: those
+ * are not counted twice.
  */
 function countRefusal(metrics: GatewayMetrics, request: FastifyRequest, code: ErrorCode, error: Error): void {
-  const route = request.routeOptions.url;
-  const platform = route === undefined ? undefined : INTAKE_ROUTES.get(route);
-  if (route !== undefined && platform === undefined) return;
+  const routed = request.routeOptions.url !== undefined;
+  const platform = routed ? request.routeOptions.config.platform : undefined;
+  if (routed && platform === undefined) return;
   metrics.refused(code, platform, error);
 }
 
@@ -144,7 +135,7 @@ function recordRejection(request: FastifyRequest, status: number, code: ErrorCod
 export function clientErrorHandler(
   logger: Logger,
   limits: Pick<HttpLimits, 'headersTimeoutMs' | 'requestTimeoutMs'>,
-  metrics: GatewayMetrics = new GatewayMetrics(),
+  metrics: GatewayMetrics,
 ) {
   return (error: Error & { code?: string }, socket: Socket): void => {
     // A reset socket is gone: there is nobody to answer.

@@ -2,6 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import type { InboundTrace, SessionInput } from '../session/index.js';
 import type { DeliveryKind, Destination } from '../deliveries/delivery.js';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Set by a platform on its intake routes (`config: { platform: name }`): a refusal there is a message refused on it. */
+    platform?: string;
+  }
+}
+
 /** A message as a platform adapter parsed it: who it is from and what it says. */
 export interface InboundMessage {
   /** Routing without sessionId: the gateway derives it (conversation epochs, per-user groups). */

@@ -3,7 +3,8 @@ import { MAX_BAGGAGE_BYTES, filterInboundBaggage, type KeepBaggage } from './bag
 import { INBOUND_KEEP_BAGGAGE_KEY } from './context-keys.js';
 
 /**
- * What an inbound `traceparent` may do: `trust` parents our trace under it, `link` starts a
+ * What an inbound trace parent (`traceparent`, or the `b3`, X-B3-* or `uber-trace-id` headers
+ * OTEL_PROPAGATORS names) may do: `trust` parents our trace under it, `link` starts a
  * new trace linked to it, `ignore` drops it, `auto` trusts authenticated requests only.
  */
 export type TraceparentPolicy = 'trust' | 'link' | 'ignore' | 'auto';
@@ -28,9 +29,14 @@ export type InboundHeaders = Readonly<Record<string, string | readonly string[] 
 
 export const INBOUND_LINK_ATTRIBUTE = 'threadline.link';
 // A version-00 traceparent is 55 characters and tracestate is capped at 512 by its spec;
-// anything much longer is not worth parsing.
+// anything much longer is not worth parsing. b3, X-B3-* and uber-trace-id are shorter still.
 const MAX_TRACEPARENT_LENGTH = 128;
 const MAX_TRACESTATE_LENGTH = 512;
+const MAX_TRACE_HEADER_LENGTH = MAX_TRACEPARENT_LENGTH;
+/** Read under limits of their own. */
+const OWN_LIMITS = new Set(['traceparent', 'tracestate', 'baggage']);
+/** Baggage in other propagators' formats: never read, since it could name a chat. */
+const FOREIGN_BAGGAGE_PREFIXES = ['uberctx-', 'ot-baggage-'];
 
 /**
  * Builds the context for an inbound message from its HTTP headers (lowercase names, as
@@ -47,6 +53,7 @@ export function inboundContext(headers: InboundHeaders, options: InboundOptions 
     const tracestate = single(headers['tracestate']);
     if (tracestate !== undefined && tracestate.length <= MAX_TRACESTATE_LENGTH) carrier['tracestate'] = tracestate;
   }
+  copyTraceHeaders(headers, carrier);
   const rawBaggage = joined(headers['baggage']);
   if (rawBaggage !== undefined && Buffer.byteLength(rawBaggage) <= MAX_BAGGAGE_BYTES) carrier['baggage'] = rawBaggage;
   const keepBaggage = options.keepBaggage ?? false;
@@ -75,6 +82,19 @@ export function inboundContext(headers: InboundHeaders, options: InboundOptions 
   // Counted against the raw header, so malformed and oversized members count as dropped.
   const droppedBaggage = countRawMembers(headers['baggage']) - kept;
   return { context: ctx, links, droppedBaggage };
+}
+
+/**
+ * The trace headers of the other configured propagators (OTEL_PROPAGATORS: b3, X-B3-*,
+ * uber-trace-id), bounded like traceparent, so the same parent policy applies to them.
+ */
+function copyTraceHeaders(headers: InboundHeaders, carrier: Record<string, string>): void {
+  for (const field of propagation.fields()) {
+    const name = field.toLowerCase();
+    if (OWN_LIMITS.has(name) || FOREIGN_BAGGAGE_PREFIXES.some((prefix) => name.startsWith(prefix))) continue;
+    const value = single(headers[name]);
+    if (value !== undefined && value.length <= MAX_TRACE_HEADER_LENGTH) carrier[name] = value;
+  }
 }
 
 /** THREADLINE_INBOUND_BAGGAGE as `keepBaggage`: `none` or unset keeps none, `all` all, else the listed keys. */

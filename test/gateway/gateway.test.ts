@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
 import { EchoAgent } from '../../src/agent/echo-agent.js';
 import { DeliveryError } from '../../src/errors.js';
@@ -290,6 +290,32 @@ describe('Gateway stop', () => {
     expect(turns.dataPoints.map((point) => [point.attributes, (point.value as { count: number }).count])).toEqual([
       [{ 'messaging.system': 'webhook', 'threadline.turn.result': 'aborted' }, 1],
     ]);
+    await store.close();
+  });
+
+  it('stops reading its gauges even when a step of stop fails, so no collection reads a closed store', async () => {
+    const reader = new (class extends MetricReader {
+      protected override onForceFlush = () => Promise.resolve();
+      protected override onShutdown = () => Promise.resolve();
+    })();
+    const metrics = new GatewayMetrics(new MeterProvider({ readers: [reader] }).getMeter('threadline'));
+    const store = await sqliteStore();
+    let outboxReads = 0;
+    const counted: Store = {
+      messages: store.messages,
+      outbox: { ...store.outbox, pressure: (max) => (outboxReads++, store.outbox.pressure(max)) },
+      homes: store.homes,
+      conversations: store.conversations,
+      close: () => store.close(),
+    };
+    const gateway = gatewayWith(counted, [], [], { metrics });
+    await gateway.start();
+    await reader.collect();
+    expect(outboxReads).toBe(1);
+    vi.spyOn(gateway.outbox, 'recorded').mockRejectedValueOnce(new Error('disk I/O error'));
+    await expect(gateway.stop(50)).rejects.toThrow('disk I/O error');
+    await reader.collect();
+    expect(outboxReads).toBe(1);
     await store.close();
   });
 

@@ -22,14 +22,29 @@ afterEach(async () => {
 /** How the store answers the probes' query: as it is, with an error, or never. */
 type StoreMode = 'answers' | 'fails' | 'hangs';
 
+/** The probes' store: how it answers, how often it was asked, and a way to answer the queries left hanging. */
+interface ProbedStore {
+  set(mode: StoreMode): void;
+  /** Probe queries the store was asked so far. */
+  queries(): number;
+  /** Answers every hung query with an empty outbox. */
+  answerHung(): void;
+}
+
 /** A gateway (not started) behind its HTTP face, over a SQLite store whose probe query the test controls. */
-async function probedGateway(): Promise<{ gateway: Gateway; app: FastifyInstance; setStore(mode: StoreMode): void }> {
+async function probedGateway(): Promise<{ gateway: Gateway; app: FastifyInstance; setStore(mode: StoreMode): void; store: ProbedStore }> {
   const sqlite = await SqliteStore.open(`${tempDir()}/health-${cleanups.length}.db`);
   let mode: StoreMode = 'answers';
+  let queries = 0;
+  const hung: ((pressure: OutboxPressure) => void)[] = [];
   const pressure = (max: number): Promise<OutboxPressure> => {
+    queries++;
     if (mode === 'fails') return Promise.reject(new Error('disk I/O error'));
-    if (mode === 'hangs') return new Promise(() => {});
+    if (mode === 'hangs') return new Promise((resolve) => hung.push(resolve));
     return sqlite.outbox.pressure(max);
+  };
+  const answerHung = () => {
+    for (const answer of hung.splice(0)) answer({ open: 0, fullDestinations: 0 });
   };
   const store: Store = {
     messages: sqlite.messages,
@@ -62,11 +77,13 @@ async function probedGateway(): Promise<{ gateway: Gateway; app: FastifyInstance
   const app = buildServer(gateway, [], logger, config.http, { storeTimeoutMs: 50 });
   cleanups.push(async () => {
     mode = 'answers';
+    answerHung();
     await gateway.stop(0);
     await app.close();
     await sqlite.close();
   });
-  return { gateway, app, setStore: (next) => void (mode = next) };
+  const setStore = (next: StoreMode) => void (mode = next);
+  return { gateway, app, setStore, store: { set: setStore, queries: () => queries, answerHung } };
 }
 
 /** A probe's status and JSON body; fails fast rather than waiting out the test's timeout if it hangs. */
@@ -117,6 +134,23 @@ describe('/v1/health (alive) and /v1/ready (takes messages)', () => {
     const health = await probe(app, '/v1/health');
     expect(health).toMatchObject({ status: 200, body: { status: 'degraded' } });
     expect(String((health.body['reasons'] as string[])[0])).toContain('did not answer within 50 ms');
+  });
+
+  it('when the store hangs: probes share the one query under way instead of queueing one each, and ask again once it settles', async () => {
+    const { gateway, app, store } = await probedGateway();
+    await gateway.start();
+    store.set('hangs');
+    const before = store.queries();
+    for (let i = 0; i < 4; i++) expect((await probe(app, '/v1/ready')).body).toMatchObject({ code: 'TL_STORE_FAILED' });
+    expect((await probe(app, '/v1/health')).body).toMatchObject({ status: 'degraded' });
+    expect(store.queries() - before).toBe(1);
+
+    store.set('answers');
+    store.answerHung();
+    // The answered query settles before the next probe, which then asks the store anew.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(await probe(app, '/v1/ready')).toEqual({ status: 200, body: { status: 'ok', reasons: [] } });
+    expect(store.queries() - before).toBe(2);
   });
 
   it('while draining: alive (status stopping), not ready (TL_SHUTTING_DOWN), until the turn under way has finished', async () => {

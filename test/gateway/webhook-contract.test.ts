@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { Agent, Turn } from '../../src/agent/agent.js';
+import { DEFAULT_OUTBOUND_POLICY } from '../../src/session/index.js';
+import { createPropagator } from '../../src/telemetry/index.js';
 import { useGatewayWith } from '../helpers/gateway.js';
+import { useGlobalPropagator } from '../helpers/propagation.js';
 
 const start = useGatewayWith();
-
 
 /** An agent whose turns wait until released, to hold the queue full. */
 function heldAgent(): Agent & { release(): void; started: Turn[] } {
@@ -169,5 +171,27 @@ describe('inbound trace context', () => {
     expect(delivery!.baggage['chat.thread.id']).toBeUndefined();
     expect(delivery!.baggage['session.id']).toBe(answer.body['session_id']);
     expect(await g.routingProblems(answer.body['trace_id'] as string, { chatId: 'real' })).toEqual([]);
+  });
+});
+
+describe('inbound trace context in the formats OTEL_PROPAGATORS names (b3)', () => {
+  useGlobalPropagator(createPropagator({ outboundBaggage: DEFAULT_OUTBOUND_POLICY, inboundBaggage: false, propagators: ['b3'] }));
+  const b3 = '0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-1';
+
+  it('joins the b3 trace of an authenticated caller', async () => {
+    const g = await start({ THREADLINE_WEBHOOK_TOKEN: 'tok' });
+    const answer = await g.send({ chat_id: 'c', text: 'x' }, { b3, authorization: 'Bearer tok' });
+    expect(answer.status).toBe(202);
+    expect(answer.body['trace_id']).toBe('0af7651916cd43dd8448eb211c80319c');
+  });
+
+  it('links to the b3 trace of an unauthenticated caller instead of joining it', async () => {
+    const g = await start();
+    const answer = await g.send({ chat_id: 'c', text: 'x' }, { b3 });
+    const traceId = answer.body['trace_id'] as string;
+    expect(traceId).not.toBe('0af7651916cd43dd8448eb211c80319c');
+    const spans = await g.waitForSpans(traceId, ['gateway.message']);
+    const root = spans.find((span) => span.name === 'gateway.message')!;
+    expect(root.links.map((link) => [link.context.traceId, link.context.spanId])).toEqual([['0af7651916cd43dd8448eb211c80319c', 'b7ad6b7169203331']]);
   });
 });

@@ -72,6 +72,18 @@ describe('gateway metrics', () => {
     expect(await added('threadline.messages.accepted')).toBe(1);
   });
 
+  it('counts a refusal by the HTTP layer under the platform whose intake route refused it', async () => {
+    const g = await start({ telegram: true, slack: true });
+    const added = await counting(g);
+    expect((await g.sendTelegram({ update_id: 1 }, 'wrong secret')).status).toBe(401);
+    expect((await g.sendSlack({ type: 'event_callback' }, 'wrong signing secret')).status).toBe(401);
+    expect((await g.sendSlack('not an object' as never)).status).toBe(400);
+    expect(await added('threadline.messages.refused', { 'messaging.system': 'telegram', 'error.type': 'TL_UNAUTHORIZED' })).toBe(1);
+    expect(await added('threadline.messages.refused', { 'messaging.system': 'slack', 'error.type': 'TL_UNAUTHORIZED' })).toBe(1);
+    expect(await added('threadline.messages.refused', { 'messaging.system': 'slack', 'error.type': 'TL_BAD_REQUEST' })).toBe(1);
+    expect(await added('threadline.messages.refused')).toBe(3);
+  });
+
   it('counts retries and dead letters, and gauges the outbox: pending, its oldest age, chats at their cap', async () => {
     const g = await start({ env: { THREADLINE_OUTBOX_MAX_PER_CHAT: '1', THREADLINE_DELIVERY_BACKOFF_MS: '60000', THREADLINE_DELIVERY_BACKOFF_MAX_MS: '60000' } });
     const added = await counting(g);

@@ -3,6 +3,7 @@ import { W3CBaggagePropagator, W3CTraceContextPropagator, CompositePropagator } 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  DEFAULT_OUTBOUND_POLICY,
   MAX_BAGGAGE_BYTES,
   MAX_BAGGAGE_MEMBERS,
   getSession,
@@ -13,6 +14,7 @@ import {
   type TraceparentPolicy,
 } from '../../src/session/index.js';
 import { INBOUND_LINK_ATTRIBUTE } from '../../src/session/inbound.js';
+import { createPropagator } from '../../src/telemetry/index.js';
 import { hostileBaggageArb, inboundHeadersArb } from '../helpers/arbitraries.js';
 import { SPOOFED_HEADER, SPOOFED_MEMBERS } from '../helpers/baggage.js';
 import { baggageHeaderBytes, baggageRecord, useGlobalPropagator } from '../helpers/propagation.js';
@@ -100,6 +102,44 @@ describe('inboundContext: traceparent policies', () => {
     const { context: ctx, links } = inboundContext(hostile({ traceparent }), { traceparent: 'trust' });
     expect(trace.getSpanContext(ctx)).toBeUndefined();
     expect(links).toEqual([]);
+  });
+});
+
+describe('inboundContext: the trace headers of OTEL_PROPAGATORS (b3, jaeger)', () => {
+  useGlobalPropagator(createPropagator({ outboundBaggage: DEFAULT_OUTBOUND_POLICY, inboundBaggage: true, propagators: ['b3', 'jaeger'] }));
+  const formats: [string, InboundHeaders][] = [
+    ['b3', { b3: `${TRACE_ID}-${SPAN_ID}-1` }],
+    ['uber-trace-id', { 'uber-trace-id': `${TRACE_ID}:${SPAN_ID}:0:01` }],
+  ];
+
+  it.each(formats)('%s: parents an authenticated request, only links an unauthenticated one', (_name, headers) => {
+    const trusted = inboundContext(headers, { authenticated: true });
+    expect(trace.getSpanContext(trusted.context)).toMatchObject({ traceId: TRACE_ID, spanId: SPAN_ID, isRemote: true });
+    expect(trusted.links).toEqual([]);
+    const linked = inboundContext(headers, { authenticated: false });
+    expect(trace.getSpanContext(linked.context)).toBeUndefined();
+    expect(linked.links.map((link) => link.context.spanId)).toEqual([SPAN_ID]);
+    expect(trace.getSpanContext(inboundContext(headers, { traceparent: 'ignore', authenticated: true }).context)).toBeUndefined();
+  });
+
+  it.each([
+    ['oversized', { b3: `${TRACE_ID}-${SPAN_ID}-1-${'a'.repeat(200)}` }],
+    ['repeated', { b3: [`${TRACE_ID}-${SPAN_ID}-1`, `${TRACE_ID}-${SPAN_ID}-1`] }],
+    ['not a string', hostile({ b3: 42 })],
+  ] as [string, InboundHeaders][])('drops a b3 header that is %s, even when trusted', (_name, headers) => {
+    const { context: ctx, links } = inboundContext(headers, { traceparent: 'trust' });
+    expect(trace.getSpanContext(ctx)).toBeUndefined();
+    expect(links).toEqual([]);
+  });
+
+  it('reads no uberctx-* baggage: a caller cannot name a chat that way, whatever baggage is kept', () => {
+    const { context: ctx } = inboundContext(
+      { 'uber-trace-id': `${TRACE_ID}:${SPAN_ID}:0:01`, 'uberctx-chat.id': 'evil', 'uberctx-tenant': 'acme' },
+      { authenticated: true, keepBaggage: true },
+    );
+    expect(trace.getSpanContext(ctx)?.traceId).toBe(TRACE_ID);
+    expect(getSession(ctx)).toBeUndefined();
+    expect(propagation.getBaggage(ctx)).toBeUndefined();
   });
 });
 

@@ -65,7 +65,7 @@ export class SlackPlatform implements Platform {
       scope.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: MAX_BODY_BYTES }, (_request, body, done) =>
         done(null, body),
       );
-      scope.post(SLACK_EVENTS_PATH, async (request, reply) => {
+      scope.post(SLACK_EVENTS_PATH, { config: { platform: this.name } }, async (request, reply) => {
         const raw = request.body as string;
         const header = (name: string) => (typeof request.headers[name] === 'string' ? (request.headers[name] as string) : undefined);
         if (!slackSignatureValid(this.options.signingSecret, header('x-slack-request-timestamp'), header('x-slack-signature'), raw)) {

@@ -59,6 +59,7 @@ export class TelegramPlatform implements Platform {
     app.post(
       TELEGRAM_WEBHOOK_PATH,
       {
+        config: { platform: this.name },
         onRequest: async (request) => {
           const presented = request.headers[SECRET_HEADER];
           if (!secretsMatch(typeof presented === 'string' ? presented : undefined, secret)) {

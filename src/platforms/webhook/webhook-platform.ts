@@ -71,6 +71,7 @@ export class WebhookPlatform implements Platform {
           response: webhookResponseSchemas,
         },
         config: {
+          platform: this.name,
           // Documented only: the handler, not Ajv, checks these headers and answers in its own words.
           swaggerTransform: ({ schema, url }) => ({ schema: { ...schema, headers: webhookRequestHeaders }, url }),
         },

@@ -1,0 +1,102 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { ThreadlineError, messageOf } from '../errors.js';
+import type { Gateway, GatewayHealth } from './gateway.js';
+import { HEALTH_TAG } from './openapi.js';
+
+/** Under the one second Kubernetes gives a probe by default, so a stuck store fails readiness with an answer. */
+export const PROBE_STORE_TIMEOUT_MS = 800;
+
+export interface ProbeOptions {
+  /** How long /v1/health and /v1/ready wait for the store before they say it failed. */
+  readonly storeTimeoutMs: number;
+}
+
+/**
+ * /v1/health answers 200 whenever the process serves HTTP, draining and with a failed store
+ * included: a liveness probe that restarted it would cut the drain short and would not mend a
+ * full disk. Its body says what is wrong. /v1/ready answers 200 only while intake is open and
+ * the store answers within `storeTimeoutMs`; otherwise 503 with `{error, code}` (TL_STARTING,
+ * TL_SHUTTING_DOWN, TL_STORE_FAILED), so traffic goes elsewhere until it is back.
+ */
+export function registerProbes(app: FastifyInstance, gateway: Gateway, { storeTimeoutMs }: ProbeOptions): void {
+  const health = new HealthReads(gateway, storeTimeoutMs);
+  app.get('/v1/health', { schema: { tags: [HEALTH_TAG], summary: 'Alive: 200 while the process serves HTTP, draining included; the body says what is wrong' } }, async () => {
+    const reading = await health.read();
+    if (reading.ok) return healthBody(reading.health);
+    return {
+      status: 'degraded',
+      reasons: [`the store does not answer (${reading.failure.code}): ${reading.failure.message}`],
+      queued: gateway.queued,
+      outbox_pending: null,
+      outbox_full_chats: null,
+      deliveries: { ...gateway.outbox.stats(), mismatches: gateway.router.mismatches() },
+    };
+  });
+  app.get('/v1/ready', { schema: { tags: [HEALTH_TAG], summary: 'Ready: 200 while intake is open and the store answers, else 503 {error, code}' } }, async (_request, reply) => {
+    const reading = await health.read();
+    if (!reading.ok) return refuse(reply, reading.failure);
+    const { status, reasons } = reading.health;
+    const closed = notAccepting(status);
+    return closed === undefined ? { status, reasons } : refuse(reply, closed);
+  });
+}
+
+type HealthReading = { readonly ok: true; readonly health: GatewayHealth } | { readonly ok: false; readonly failure: ThreadlineError };
+
+/**
+ * The gateway's health as the probes read it, each within `timeoutMs`. Probes share the one
+ * query under way: against a hung store each would otherwise leave its own query queued.
+ */
+class HealthReads {
+  /** The query under way, until it settles; only then does a probe ask the store again. */
+  private inFlight: Promise<GatewayHealth> | undefined;
+
+  constructor(
+    private readonly gateway: Gateway,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /** The gateway's health, or why the store did not give it within the timeout. */
+  async read(): Promise<HealthReading> {
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new ThreadlineError('TL_STORE_FAILED', `The store did not answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+    });
+    try {
+      return { ok: true, health: await Promise.race([this.query(), expired]) };
+    } catch (error) {
+      if (error instanceof ThreadlineError && error.code === 'TL_STORE_FAILED') return { ok: false, failure: error };
+      return { ok: false, failure: new ThreadlineError('TL_STORE_FAILED', `The store failed: ${messageOf(error)}`, { cause: error }) };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private query(): Promise<GatewayHealth> {
+    this.inFlight ??= this.gateway.health().finally(() => {
+      this.inFlight = undefined;
+    });
+    return this.inFlight;
+  }
+}
+
+function refuse(reply: FastifyReply, error: ThreadlineError): FastifyReply {
+  return reply.code(503).send({ error: error.message, code: error.code });
+}
+
+function healthBody(health: GatewayHealth) {
+  return {
+    status: health.status,
+    reasons: health.reasons,
+    queued: health.queued,
+    outbox_pending: health.outbox.open,
+    outbox_full_chats: health.outbox.fullChats,
+    deliveries: health.deliveries,
+  };
+}
+
+function notAccepting(status: GatewayHealth['status']): ThreadlineError | undefined {
+  if (status === 'starting') return new ThreadlineError('TL_STARTING', 'The gateway is starting (replaying what an earlier process left) and takes no messages yet');
+  if (status === 'stopping') return new ThreadlineError('TL_SHUTTING_DOWN', 'The gateway is stopping and takes no new messages');
+  return undefined;
+}
