@@ -5,7 +5,7 @@
 import { CommanderError, type Command } from 'commander';
 import { describeConfiguration, type SettingState } from '../config/describe-settings.js';
 import { SETTING_GROUPS, type SettingGroup } from '../config/settings.js';
-import { printable, type CliIo } from './deliveries.js';
+import { printable, type CliIo } from './io.js';
 
 interface ConfigOptions {
   readonly json?: true;
@@ -16,7 +16,7 @@ export function registerConfig(program: Command, io: CliIo): void {
     .command('config')
     .description('show every setting: its value, where it came from (environment or default) and its default')
     .option('--json', 'print a JSON array instead of text')
-    .addHelpText('after', '\nSecrets show as (set), never their value. Every setting: docs/configuration.md.\n')
+    .addHelpText('after', '\nSecrets show as (set), never their value; lists of people as (N entries). Every setting: docs/configuration.md.\n')
     .action((options: ConfigOptions) => {
       const { settings, errors } = describeConfiguration(io.env);
       io.out(options.json ? toJson(settings) : toText(settings));
@@ -53,6 +53,7 @@ function toJson(settings: readonly SettingState[]): string {
     source: setting.source,
     default: setting.default,
     secret: setting.secret,
+    personal: setting.personal,
     ...(setting.error === undefined ? {} : { error: setting.error }),
   }));
   return JSON.stringify(rows, null, 2) + '\n';

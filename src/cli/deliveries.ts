@@ -10,15 +10,7 @@ import { readText } from '../config/read-setting.js';
 import { formatDestination, type DeliveryRecord } from '../deliveries/delivery.js';
 import { ThreadlineError } from '../errors.js';
 import type { Store } from '../store/store.js';
-
-/** Where a command writes (text as written, newlines included) and the environment it reads. */
-export interface CliIo {
-  out(text: string): void;
-  err(text: string): void;
-  readonly env: NodeJS.ProcessEnv;
-  /** Colour marks: true when writing to a terminal that shows colours. */
-  readonly color?: boolean;
-}
+import { escapeChar, printable, type CliIo } from './io.js';
 
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 10_000;
@@ -189,7 +181,7 @@ function toJson(records: readonly DeliveryRecord[]): string {
     };
   });
   // JSON leaves C1 controls and bidi overrides raw; escaped, a terminal shows them inertly.
-  return JSON.stringify(rows, null, 2).replace(/[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, escape) + '\n';
+  return JSON.stringify(rows, null, 2).replace(/[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, escapeChar) + '\n';
 }
 
 function iso(ms: number): string {
@@ -207,19 +199,7 @@ function head(text: string): string {
   return text;
 }
 
-/** One printable line: text from chats and receivers must not move the cursor or recolor the terminal. */
-export function printable(text: string): string {
-  return text.replace(/[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu, escape);
-}
-
 function shown(text: string): string {
   const cut = head(text);
   return printable(cut) + (cut.length < text.length ? '…' : '');
-}
-
-function escape(char: string): string {
-  if (char === '\n') return '\\n';
-  if (char === '\r') return '\\r';
-  if (char === '\t') return '\\t';
-  return `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`;
 }

@@ -3,7 +3,7 @@
  * data dir and its lock, the store, where telemetry goes, and the context manager. One line
  * per check; exit 1 if any fails. It holds the data-dir lock only while it checks.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -15,13 +15,13 @@ import { messageOf, ThreadlineError } from '../errors.js';
 import { assertContextPropagation } from '../session/assert-context-propagation.js';
 import { readTelemetryConfig, type OtlpProtocol, type TelemetryConfig } from '../telemetry/telemetry-config.js';
 import { safeUrl } from '../telemetry/redact-secrets.js';
-import { printable, type CliIo } from './deliveries.js';
+import { printable, type CliIo } from './io.js';
 
 /** How long an exporter endpoint gets to accept a TCP connection. */
 const CONNECT_TIMEOUT_MS = 2_000;
 const STORE_FILE = 'threadline.db';
 
-export interface CheckResult {
+interface CheckResult {
   readonly ok: boolean;
   /** One line: what was checked and what was found. */
   readonly line: string;
@@ -51,7 +51,7 @@ export function registerDoctor(program: Command, io: CliIo, options: DoctorOptio
 }
 
 /** Every check, in order; a check whose input is unusable says so and fails. */
-export async function runDoctor(env: NodeJS.ProcessEnv, options: DoctorOptions = {}): Promise<CheckResult[]> {
+async function runDoctor(env: NodeJS.ProcessEnv, options: DoctorOptions = {}): Promise<CheckResult[]> {
   const results: CheckResult[] = [checkConfigurationValid(env)];
   const dataDir = resolve(readText(env, 'THREADLINE_DATA_DIR'));
   const writable = checkWritableDir(dataDir, 'data dir');
@@ -100,7 +100,22 @@ function checkWritableDir(dir: string, what: string): CheckResult {
   } catch (error) {
     return { ok: false, line: `${what} ${dir} is not writable: ${messageOf(error)}` };
   } finally {
-    if (created !== undefined) rmSync(created, { recursive: true, force: true });
+    if (created !== undefined) removeCreated(created, dir);
+  }
+}
+
+/**
+ * The directories mkdir created, from `leaf` up to `first`, each only while empty: whatever
+ * appeared in them meanwhile (a gateway starting on the same data dir) stays.
+ */
+function removeCreated(first: string, leaf: string): void {
+  for (let path = leaf; ; path = dirname(path)) {
+    try {
+      rmdirSync(path);
+    } catch {
+      return;
+    }
+    if (path === first || dirname(path) === path) return;
   }
 }
 

@@ -7,17 +7,20 @@ import { readGatewayConfig } from '../gateway/gateway-config.js';
 import { startGateway, type RunningGateway } from '../gateway/start-gateway.js';
 import { exitOnStartupError } from '../startup-failure.js';
 import { stopThenExit } from './stop-then-exit.js';
-import { createLogger, describeExporter } from '../telemetry/index.js';
+import { describeExporter } from '../telemetry/index.js';
 import { telemetry } from '../telemetry/register.js';
+import { describeMetrics } from '../telemetry/start-metrics.js';
 
-const logger = createLogger({ level: telemetry.config.logLevel, includeNames: telemetry.config.logNames });
+const logger = telemetry.logger;
 let running: RunningGateway;
 try {
   const config = readGatewayConfig();
   running = await startGateway(config, { logger });
+  // The bootstrap has awaited it: the scrape URL, or undefined, at once.
+  const scrapeUrl = await telemetry.metricsReady;
   console.log(
     `threadline listening on ${running.url} · ${running.platforms.map((p) => p.describe(running.url)).join(' · ')} · ` +
-      `store ${config.dataDir} · traces ${describeExporter(telemetry.config)}`,
+      `store ${config.dataDir} · traces ${describeExporter(telemetry.config)} · metrics ${describeMetrics(telemetry.config.metrics, scrapeUrl)}`,
   );
 } catch (error) {
   exitOnStartupError(error);

@@ -1,8 +1,9 @@
 import type { Logger } from 'pino';
 
 /**
- * Stops the gateway, flushes spans, exits: 0 after a clean stop, 1 if a step failed. Spans
- * are flushed even when stopping failed, since that trace is the one somebody will read.
+ * Stops the gateway, flushes spans and metrics, exits: 0 after a clean stop, 1 if a step
+ * failed. Spans are flushed even when stopping failed, since that trace is the one somebody
+ * will read.
  */
 export async function stopThenExit(
   gateway: { stop(): Promise<void> },
@@ -21,7 +22,7 @@ export async function stopThenExit(
     await telemetry.shutdown();
   } catch (error) {
     code = 1;
-    logger.error({ err: error }, 'spans could not be flushed at shutdown');
+    logger.error({ err: error }, 'spans or metrics could not be flushed at shutdown');
   }
   exit(code);
 }

@@ -10,12 +10,11 @@ import { Command, CommanderError } from 'commander';
 import pc from 'picocolors';
 import { VERSION } from '../version.js';
 import { registerConfig } from './config.js';
-import { registerDeliveries, type CliIo } from './deliveries.js';
+import { registerDeliveries } from './deliveries.js';
 import { registerDoctor, type DoctorOptions } from './doctor.js';
+import type { CliIo } from './io.js';
 
-export type { CliIo } from './deliveries.js';
-
-export function buildProgram(io: CliIo, doctor: DoctorOptions = {}): Command {
+function buildProgram(io: CliIo, doctor: DoctorOptions = {}): Command {
   // Settings before any subcommand: commander copies them into each one as it is created.
   const program = new Command('threadline')
     .description('A chat gateway that carries each conversation\'s routing inside the OpenTelemetry trace context.')

@@ -1,7 +1,7 @@
 /**
  * Each setting as `threadline config` shows it: the value in force, where it came from, and
- * the default. Secrets show as `(set)` and URLs keep origin and path only, so the output can
- * be pasted into an issue.
+ * the default. Secrets show as `(set)`, lists of people as how many entries they hold, and
+ * URLs keep origin and path only, so the output can be pasted into an issue.
  */
 import { ConfigError } from '../errors.js';
 import { safeUrl } from '../telemetry/redact-secrets.js';
@@ -18,17 +18,19 @@ export interface SettingState {
   /** The default, in words where it depends on other settings. */
   readonly default: string;
   readonly secret: boolean;
+  /** Names people: the value is shown as `(N entries)`. */
+  readonly personal: boolean;
   /** Why the value is refused, when it is. */
   readonly error?: string;
 }
 
-export interface ConfigurationState {
+interface ConfigurationState {
   readonly settings: readonly SettingState[];
   /** Every problem, in table order; empty when the gateway would start. */
   readonly errors: readonly ConfigError[];
 }
 
-export const SECRET_SET = '(set)';
+const SECRET_SET = '(set)';
 
 export function describeConfiguration(env: NodeJS.ProcessEnv): ConfigurationState {
   const errors = checkConfiguration(env);
@@ -44,6 +46,7 @@ export function describeConfiguration(env: NodeJS.ProcessEnv): ConfigurationStat
       source,
       default: defaultText(setting),
       secret: setting.secret === true,
+      personal: setting.personal === true,
       ...(error === undefined ? {} : { error }),
     };
   });
@@ -58,6 +61,8 @@ export function defaultText(setting: Setting): string {
 
 function shownValue(env: NodeJS.ProcessEnv, name: SettingName, setting: Setting, source: string, refused: boolean): string | undefined {
   if (setting.secret) return source === 'environment' ? SECRET_SET : undefined;
+  // Refused or not: a malformed entry is still somebody's id.
+  if (setting.personal) return entryCount(env[name]);
   if (refused) {
     // A refused URL is not shown: it did not parse, so nothing can be cut out of it.
     return setting.kind === 'url' ? '(invalid)' : env[name]?.trim();
@@ -72,4 +77,12 @@ function shownValue(env: NodeJS.ProcessEnv, name: SettingName, setting: Setting,
   }
   if (value === undefined) return undefined;
   return setting.kind === 'url' ? safeUrl(String(value)) : String(value);
+}
+
+/** How many comma-separated entries, not which; `*` (everyone) names nobody and shows as itself. */
+function entryCount(value: string | undefined): string | undefined {
+  const entries = (value ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  if (entries.length === 0) return undefined;
+  if (entries.length === 1 && entries[0] === '*') return '*';
+  return `(${entries.length} ${entries.length === 1 ? 'entry' : 'entries'})`;
 }

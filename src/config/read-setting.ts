@@ -2,23 +2,48 @@
  * Typed reads of the settings table: each takes the kind, default and bounds from SETTINGS,
  * so a reader cannot disagree with what `threadline config` and the docs say.
  */
+import { join } from 'node:path';
 import { envFlag, envInteger, envOneOf, envString, envUrl } from '../env-vars.js';
 import { SETTINGS, type Setting, type SettingName } from './settings.js';
 
 type Table = typeof SETTINGS;
 type NameOfKind<K extends Setting['kind']> = { [N in SettingName]: Table[N]['kind'] extends K ? N : never }[SettingName];
-export type ChoiceOf<N extends NameOfKind<'choice'>> = Table[N]['choices'][number];
+type ChoiceOf<N extends NameOfKind<'choice'>> = Table[N]['choices'][number];
 /** A string when the setting always has a value (a default, or one computed from others). */
-type TextOf<N extends SettingName> = Table[N] extends { default: string } | { defaultFrom: (env: NodeJS.ProcessEnv) => string } ? string : string | undefined;
+type TextOf<N extends SettingName> = Table[N] extends { default: string } ? string : N extends keyof typeof COMPUTED_DEFAULTS ? string : string | undefined;
+
+/**
+ * Defaults computed from other settings, which the table's `defaultText` says in words; here
+ * beside the readers they call, so the table imports none of them.
+ */
+const COMPUTED_DEFAULTS = {
+  THREADLINE_HTTP_HEADERS_TIMEOUT_MS: (env: NodeJS.ProcessEnv): number => Math.min(10_000, readInteger(env, 'THREADLINE_HTTP_REQUEST_TIMEOUT_MS')),
+  OTEL_TRACES_EXPORTER: (env: NodeJS.ProcessEnv): string => (hasEndpoint(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') ? 'otlp' : 'file'),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_PROTOCOL'),
+  THREADLINE_TRACE_FILE: (env: NodeJS.ProcessEnv): string => join(readText(env, 'THREADLINE_DATA_DIR'), 'traces.jsonl'),
+  OTEL_METRICS_EXPORTER: (env: NodeJS.ProcessEnv): string => (hasEndpoint(env, 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT') ? 'otlp' : 'none'),
+  OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_PROTOCOL'),
+} satisfies { [N in SettingName]?: (env: NodeJS.ProcessEnv) => string | number };
+
+/** An OTLP endpoint variable is set: then traces (and metrics) default to OTLP. */
+function hasEndpoint(env: NodeJS.ProcessEnv, signalVariable: string): boolean {
+  return envString(env, signalVariable) !== undefined || envString(env, 'OTEL_EXPORTER_OTLP_ENDPOINT') !== undefined;
+}
+
+/** The computed default of `name`, if it has one. */
+function computedDefault(name: SettingName): ((env: NodeJS.ProcessEnv) => string | number) | undefined {
+  return Object.hasOwn(COMPUTED_DEFAULTS, name) ? COMPUTED_DEFAULTS[name as keyof typeof COMPUTED_DEFAULTS] : undefined;
+}
 
 function setting(name: SettingName): Setting {
   return SETTINGS[name];
 }
 
 export function readInteger(env: NodeJS.ProcessEnv, name: NameOfKind<'integer'>): number {
-  const { min, max, default: fallback, defaultFrom } = setting(name) as Extract<Setting, { kind: 'integer' }>;
-  const computed = defaultFrom !== undefined && envString(env, name) === undefined;
-  return envInteger(env, name, computed ? defaultFrom(env) : fallback, min, max);
+  const { min, max, default: fallback } = setting(name) as Extract<Setting, { kind: 'integer' }>;
+  const computed = computedDefault(name);
+  const fromOthers = computed !== undefined && envString(env, name) === undefined;
+  return envInteger(env, name, fromOthers ? (computed(env) as number) : fallback, min, max);
 }
 
 export function readFlag(env: NodeJS.ProcessEnv, name: NameOfKind<'flag'>): boolean {
@@ -26,10 +51,11 @@ export function readFlag(env: NodeJS.ProcessEnv, name: NameOfKind<'flag'>): bool
 }
 
 export function readChoice<N extends NameOfKind<'choice'>>(env: NodeJS.ProcessEnv, name: N): ChoiceOf<N> {
-  const { choices, default: fallback, defaultFrom } = setting(name) as Extract<Setting, { kind: 'choice' }>;
-  if (envString(env, name) === undefined && defaultFrom !== undefined) {
+  const { choices, default: fallback } = setting(name) as Extract<Setting, { kind: 'choice' }>;
+  const computed = computedDefault(name);
+  if (envString(env, name) === undefined && computed !== undefined) {
     // A computed default comes from another setting, which reports its own bad value.
-    return defaultFrom(env) as ChoiceOf<N>;
+    return computed(env) as ChoiceOf<N>;
   }
   return envOneOf(env, name, choices, fallback) as ChoiceOf<N>;
 }
@@ -40,13 +66,13 @@ export function readText<N extends NameOfKind<'text'>>(env: NodeJS.ProcessEnv, n
   const raw = env[name];
   if (raw !== undefined && text.emptyIsValue && raw.trim() === '') return '' as TextOf<N>;
   const value = text.untrimmed ? (raw === '' ? undefined : raw) : envString(env, name);
-  return (value ?? text.defaultFrom?.(env) ?? text.default) as TextOf<N>;
+  return (value ?? computedDefault(name)?.(env) ?? text.default) as TextOf<N>;
 }
 
 /** An http(s) URL as set, else its default; a malformed one is refused without echoing it. */
 export function readUrl<N extends NameOfKind<'url'>>(env: NodeJS.ProcessEnv, name: N): TextOf<N> {
   const url = setting(name) as Extract<Setting, { kind: 'text' | 'url' }>;
-  return (envUrl(env, name) ?? url.defaultFrom?.(env) ?? url.default) as TextOf<N>;
+  return (envUrl(env, name) ?? computedDefault(name)?.(env) ?? url.default) as TextOf<N>;
 }
 
 /** Whether the environment gives the setting a value, or it takes its default. */

@@ -3,9 +3,6 @@
  * choices, whether it is a secret, and what it does. The configuration readers, `threadline
  * config` and docs/configuration.md all come from here, so none of them can drift.
  */
-import { join } from 'node:path';
-import { envString } from '../env-vars.js';
-import { readChoice, readInteger, readText } from './read-setting.js';
 import { DEFAULT_OUTBOUND_POLICY } from '../session/outbound-policy.js';
 
 export type SettingGroup =
@@ -40,36 +37,35 @@ interface SettingBase {
   readonly description: string;
   /** Shown as `(set)` by `threadline config`, never its value. */
   readonly secret?: boolean;
-  /** The default in words, where it depends on other settings. */
+  /** Names people: `threadline config` shows how many entries, not who. */
+  readonly personal?: boolean;
+  /** The default in words, where it depends on other settings (src/config/read-setting.ts computes it). */
   readonly defaultText?: string;
 }
 
-export interface IntegerSetting extends SettingBase {
+interface IntegerSetting extends SettingBase {
   readonly kind: 'integer';
   readonly default: number;
   readonly min: number;
   readonly max: number;
-  readonly defaultFrom?: (env: NodeJS.ProcessEnv) => number;
 }
 
 /** `1`/`true` or `0`/`false`, any case. */
-export interface FlagSetting extends SettingBase {
+interface FlagSetting extends SettingBase {
   readonly kind: 'flag';
   readonly default: false;
 }
 
-export interface ChoiceSetting extends SettingBase {
+interface ChoiceSetting extends SettingBase {
   readonly kind: 'choice';
   readonly choices: readonly string[];
   readonly default: string;
-  readonly defaultFrom?: (env: NodeJS.ProcessEnv) => string;
 }
 
 /** Free text its reader parses (`format` says how), or an http(s) URL. */
-export interface TextSetting extends SettingBase {
+interface TextSetting extends SettingBase {
   readonly kind: 'text' | 'url';
   readonly default: string | undefined;
-  readonly defaultFrom?: (env: NodeJS.ProcessEnv) => string | undefined;
   /** The shape of the value, for the docs. */
   readonly format?: string;
   /** An empty value means "none", not "unset". */
@@ -83,17 +79,7 @@ export type Setting = IntegerSetting | FlagSetting | ChoiceSetting | TextSetting
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 const MIB = 1024 * 1024;
-export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const;
-
-/** An OTLP endpoint variable is set: then traces (and metrics) default to OTLP. */
-function hasEndpoint(env: NodeJS.ProcessEnv, signalVariable: string): boolean {
-  return envString(env, signalVariable) !== undefined || envString(env, 'OTEL_EXPORTER_OTLP_ENDPOINT') !== undefined;
-}
-
-/** The general OTLP protocol, the default of each signal's own. */
-function generalOtlpProtocol(env: NodeJS.ProcessEnv): string {
-  return readChoice(env, 'OTEL_EXPORTER_OTLP_PROTOCOL');
-}
+const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const;
 
 export const SETTINGS = {
   // Server and store
@@ -119,12 +105,13 @@ export const SETTINGS = {
     min: 0,
     max: 3_600_000,
     description:
-      "one deadline for the whole stop on SIGTERM or SIGINT; then running turns and sends are aborted and run again at the next start. Set the orchestrator's grace period a few seconds above it",
+      "one deadline for the whole stop on SIGTERM or SIGINT; then running turns and sends are aborted and run again at the next start. Set the orchestrator's grace period at least 15 s above it, for the span and metric flush that follows",
   },
   THREADLINE_ADMINS: {
     kind: 'text',
     group: 'server',
     default: undefined,
+    personal: true,
     defaultText: 'unset (nobody)',
     format: '`*`, or comma-separated `platform:user_id` (`:` in an id written `%3A`)',
     description: 'who may run admin commands (`/sethome`), e.g. `telegram:42,slack:U123,webhook:alice`',
@@ -286,14 +273,14 @@ export const SETTINGS = {
     max: 30 * DAY_MS,
     description: 'a delivery is given up this long after its first attempt, however few it had',
   },
-  // At least 15 s: longer than a send may take (10 s), so a send under way is not claimed twice.
+  // Longer than a send may take, so a send under way is not claimed twice.
   THREADLINE_DELIVERY_LEASE_MS: {
     kind: 'integer',
     group: 'turns',
     default: 60_000,
     min: 15_000,
     max: HOUR_MS,
-    description: 'how long a delivery being sent is claimed; past it, it counts as lost and is sent again',
+    description: 'how long a delivery being sent is claimed; past it, it counts as lost and is sent again. At least 15 s: longer than a send may take (10 s)',
   },
   THREADLINE_OUTBOX_MAX_PER_CHAT: {
     kind: 'integer',
@@ -321,16 +308,16 @@ export const SETTINGS = {
   },
 
   // HTTP client limits
-  // 30 s: a 64 KiB body takes well under a second even on a poor mobile link. At most Node's own 5 minutes.
+  // Ample for a whole body on a poor mobile link; capped at Node's own limit.
   THREADLINE_HTTP_REQUEST_TIMEOUT_MS: {
     kind: 'integer',
     group: 'http',
     default: 30_000,
     min: 100,
     max: 300_000,
-    description: 'a request, body included, must arrive within this, or it gets a 408 and the connection closes',
+    description: "a request, body included, must arrive within this, or it gets a 408 and the connection closes. A 64 KiB body takes well under a second even on a poor mobile link; at most Node's own 5 minutes",
   },
-  // 10 s: headers are a few hundred bytes; a shorter hold frees a slow or silent client's slot sooner.
+  // Headers are small: a shorter hold frees a slow or silent client's slot sooner.
   THREADLINE_HTTP_HEADERS_TIMEOUT_MS: {
     kind: 'integer',
     group: 'http',
@@ -338,26 +325,25 @@ export const SETTINGS = {
     min: 100,
     max: 300_000,
     defaultText: '`10000`, or the request timeout if lower',
-    defaultFrom: (env: NodeJS.ProcessEnv): number => Math.min(10_000, readInteger(env, 'THREADLINE_HTTP_REQUEST_TIMEOUT_MS')),
-    description: "a request's headers, and a new connection's first request, must arrive within this (at most the request timeout)",
+    description: "a request's headers, and a new connection's first request, must arrive within this (at most the request timeout); headers are a few hundred bytes",
   },
-  // 65 s: above the 60 s idle timeout of common load balancers, so they close first and never reuse a closing socket.
+  // Outlasts a load balancer's idle timeout, so the balancer closes first and never reuses a closing socket.
   THREADLINE_HTTP_KEEP_ALIVE_TIMEOUT_MS: {
     kind: 'integer',
     group: 'http',
     default: 65_000,
     min: 100,
     max: 3_600_000,
-    description: 'an idle kept-alive connection is closed after this',
+    description: 'an idle kept-alive connection is closed after this; above the 60 s idle timeout of common load balancers, so they close first',
   },
-  // 1,024: far above Telegram's 100 webhook connections or a balancer's pool; at most 64 MiB of bodies in flight.
+  // Far above what Telegram or a balancer's pool opens, while bounding the bodies in flight.
   THREADLINE_HTTP_MAX_CONNECTIONS: {
     kind: 'integer',
     group: 'http',
     default: 1_024,
     min: 1,
     max: 1_000_000,
-    description: 'connections open at once; one more is closed unanswered as it arrives',
+    description: "connections open at once; one more is closed unanswered as it arrives. The default is far above Telegram's 100 webhook connections or a balancer's pool, with at most 64 MiB of bodies in flight",
   },
 
   // Traces
@@ -373,7 +359,7 @@ export const SETTINGS = {
     group: 'traces',
     default: undefined,
     format: '`key=value,key=value`',
-    description: 'resource attributes on every span and metric, `service.version` included (the SDK reads it)',
+    description: 'resource attributes on every span and metric (the SDK reads it); it can set `service.version`, not `service.name`, which is `OTEL_SERVICE_NAME`',
   },
   OTEL_TRACES_EXPORTER: {
     kind: 'choice',
@@ -381,8 +367,7 @@ export const SETTINGS = {
     choices: ['file', 'otlp', 'console', 'none'],
     default: 'file',
     defaultText: '`file`, or `otlp` when an OTLP endpoint is set',
-    defaultFrom: (env: NodeJS.ProcessEnv): string => (hasEndpoint(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') ? 'otlp' : 'file'),
-    description: 'where spans go',
+    description: 'where spans go; one value, not a comma-separated list',
   },
   OTEL_EXPORTER_OTLP_ENDPOINT: {
     kind: 'url',
@@ -411,7 +396,6 @@ export const SETTINGS = {
     choices: OTLP_PROTOCOLS,
     default: 'http/protobuf',
     defaultText: '`OTEL_EXPORTER_OTLP_PROTOCOL`',
-    defaultFrom: generalOtlpProtocol,
     description: 'the OTLP encoding for traces alone',
   },
   OTEL_BSP_MAX_EXPORT_BATCH_SIZE: {
@@ -435,7 +419,6 @@ export const SETTINGS = {
     group: 'traces',
     default: undefined,
     defaultText: '`$THREADLINE_DATA_DIR/traces.jsonl`',
-    defaultFrom: (env: NodeJS.ProcessEnv): string => join(readText(env, 'THREADLINE_DATA_DIR'), 'traces.jsonl'),
     format: 'a file path',
     description: 'the local trace file of the `file` exporter (one OTLP/JSON export request per line)',
   },
@@ -471,8 +454,7 @@ export const SETTINGS = {
     choices: ['otlp', 'prometheus', 'console', 'none'],
     default: 'none',
     defaultText: '`none`, or `otlp` when an OTLP endpoint is set',
-    defaultFrom: (env: NodeJS.ProcessEnv): string => (hasEndpoint(env, 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT') ? 'otlp' : 'none'),
-    description: 'where metrics go; `prometheus` serves a scrape endpoint',
+    description: 'where metrics go; one value, not a comma-separated list; `prometheus` serves a scrape endpoint',
   },
   OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: {
     kind: 'url',
@@ -487,7 +469,6 @@ export const SETTINGS = {
     choices: OTLP_PROTOCOLS,
     default: 'http/protobuf',
     defaultText: '`OTEL_EXPORTER_OTLP_PROTOCOL`',
-    defaultFrom: generalOtlpProtocol,
     description: 'the OTLP encoding for metrics alone',
   },
   OTEL_EXPORTER_PROMETHEUS_HOST: {
@@ -511,7 +492,7 @@ export const SETTINGS = {
     default: 60_000,
     min: 100,
     max: 86_400_000,
-    description: 'milliseconds between exports of the push exporters (`otlp`, `console`)',
+    description: 'milliseconds between exports of the push exporters (`otlp`, `console`); an export may take this long or 30 s, whichever is less (`OTEL_METRIC_EXPORT_TIMEOUT` is not read)',
   },
 
   // Propagation and baggage
@@ -585,7 +566,3 @@ export const SETTINGS = {
 
 export type SettingName = keyof typeof SETTINGS;
 export const SETTING_NAMES = Object.keys(SETTINGS) as SettingName[];
-
-export function isSettingName(name: string): name is SettingName {
-  return Object.hasOwn(SETTINGS, name);
-}

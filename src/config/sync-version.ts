@@ -8,7 +8,7 @@ import { pathToFileURL } from 'node:url';
 const VERSION_LINE = /^export const VERSION = '[^']*';$/m;
 
 /** `source` (src/version.ts) with VERSION set to `version`. */
-export function withVersion(source: string, version: string): string {
+function withVersion(source: string, version: string): string {
   if (!VERSION_LINE.test(source)) throw new Error("src/version.ts has no line export const VERSION = '…';");
   if (!/^[0-9A-Za-z.+-]+$/.test(version)) throw new Error(`not a version: ${version}`);
   return source.replace(VERSION_LINE, `export const VERSION = '${version}';`);

@@ -7,7 +7,8 @@ import { names, type Session } from '../session/index.js';
  * How chat and user identity appear on spans. `plain`: as is (default). `hmac`: keyed
  * pseudonyms, stable for a key, so one chat or user stays searchable without its id being
  * readable. `off`: only platform and chat type. Silence is a choice, not the default:
- * without ids nobody can find a misrouted conversation.
+ * without ids nobody can find a misrouted conversation
+ * (pitfall: Conversations missing from traces).
  */
 export type PrivacyMode = 'plain' | 'hmac' | 'off';
 

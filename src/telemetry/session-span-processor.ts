@@ -9,7 +9,8 @@ import { checkAttributeOptions, sessionAttributePairs, type AttributePairs, type
  *
  * The session is read from `parentContext`, the context the span was started with, never
  * from context.active(): a span started with an explicit context (a resumed job, a link to
- * another message) must carry that context's routing, not the caller's.
+ * another message) must carry that context's routing, not the caller's
+ * (pitfall: Stamping from the active context).
  *
  * Attributes are computed once per session object and cached, so the per-span cost is a
  * context read, a comparison (or a WeakMap lookup) and a setAttribute per attribute (bench/core.ts).

@@ -23,7 +23,7 @@ export interface Metrics {
 
 /** Where Prometheus scrapes, as OTel's exporter serves it. */
 const PROMETHEUS_PATH = '/metrics';
-/** The OTLP exporters' own default; an export never runs past the next one. */
+/** The PeriodicExportingMetricReader's own default; an export never runs past the next one. */
 const EXPORT_TIMEOUT_MS = 30_000;
 
 /**
@@ -35,9 +35,12 @@ export function startMetrics(config: MetricsConfig, resource: { serviceName: str
   if (config.exporter === 'none') return { ready: Promise.resolve(undefined), shutdown: () => Promise.resolve() };
   const prometheus = config.exporter === 'prometheus' ? new PrometheusEndpoint(config.prometheusHost, config.prometheusPort) : undefined;
   const provider = new MeterProvider({
+    // Merged as NodeSDK merges the traces' resource: OTEL_RESOURCE_ATTRIBUTES overrides the
+    // version, OTEL_SERVICE_NAME the name, so spans and metrics name the same service.
     resource: defaultResource()
+      .merge(resourceFromAttributes({ [ATTR_SERVICE_VERSION]: resource.serviceVersion }))
       .merge(detectResources({ detectors: [envDetector] }))
-      .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: resource.serviceName, [ATTR_SERVICE_VERSION]: resource.serviceVersion })),
+      .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: resource.serviceName })),
     readers: [prometheus?.reader ?? periodicReader(config)],
   });
   if (!metrics.setGlobalMeterProvider(provider)) {
@@ -52,13 +55,28 @@ export function startMetrics(config: MetricsConfig, resource: { serviceName: str
     shutdown: async () => {
       try {
         await provider.shutdown();
-        await prometheus?.close();
       } finally {
-        // The global is free again: a later startMetrics (a restart in tests) can register.
+        // Even when the last export failed: the scrape port is freed, and the global too, so
+        // a later startMetrics (a restart in tests) can register.
         metrics.disable();
+        await prometheus?.close();
       }
     },
   };
+}
+
+/** Where metrics go, for the start banner: `scrapeUrl` is what `ready` resolved to. */
+export function describeMetrics(config: MetricsConfig, scrapeUrl: string | undefined): string {
+  switch (config.exporter) {
+    case 'none':
+      return 'off';
+    case 'prometheus':
+      return `prometheus ${scrapeUrl ?? 'not listening'}`;
+    case 'otlp':
+      return `otlp ${config.otlpProtocol}`;
+    case 'console':
+      return 'console';
+  }
 }
 
 /** otlp and console push on OTEL_METRIC_EXPORT_INTERVAL. */

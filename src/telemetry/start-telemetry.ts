@@ -6,9 +6,12 @@ import { defaultResource, resourceFromAttributes } from '@opentelemetry/resource
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { BatchSpanProcessor, type BufferConfig } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import type { Logger } from 'pino';
 import { createPropagator } from './create-propagator.js';
 import { createSpanExporter } from './create-span-exporter.js';
+import { installDiagLogger } from './diag-logger.js';
 import { installContext } from './install-context.js';
+import { createLogger } from './logger.js';
 import { RedactSpanProcessor } from './redact-span-processor.js';
 import { limitRejectSpans } from './reject-span-limit.js';
 import { SessionSpanProcessor } from './session-span-processor.js';
@@ -19,6 +22,8 @@ import { readInteger } from '../config/read-setting.js';
 
 export interface Telemetry {
   readonly config: TelemetryConfig;
+  /** The process's logger, as THREADLINE_LOG_LEVEL and the privacy settings make it; OpenTelemetry's own warnings go to it too. */
+  readonly logger: Logger;
   /** Resolves once metrics are served (with the Prometheus scrape URL, if that is the exporter); rejects when they cannot be. */
   readonly metricsReady: Metrics['ready'];
   /** Flushes pending spans and metrics and stops exporting; call once, on the way out. */
@@ -29,20 +34,22 @@ export interface Telemetry {
  * Boots OpenTelemetry for threadline: the AsyncLocalStorage context manager, the
  * OTEL_PROPAGATORS propagators with threadline's session baggage, http and undici
  * instrumentations, the SessionSpanProcessor and the RedactSpanProcessor ahead of a batch
- * exporter, and the metrics OTEL_METRICS_EXPORTER names. With tracing off only the context
- * manager and propagators are registered, because routing needs them, and metrics.
+ * exporter, the metrics OTEL_METRICS_EXPORTER names, and the process's logger as
+ * OpenTelemetry's diag logger. With tracing off only the context manager and propagators are
+ * registered, because routing needs them, and metrics and the logger.
  */
 export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()): Telemetry {
   const propagator = createPropagator(config);
   const exporter = createSpanExporter(config);
-  // Built before anything is registered, so a bad privacy setting fails before start-up.
   const stamper = new SessionSpanProcessor(config.attributes);
   limitRejectSpans(config.rejectSpansPerSecond);
+  const logger = createLogger({ level: config.logLevel, includeNames: config.logNames, privacy: config.attributes });
   const service = { serviceName: config.serviceName, serviceVersion: config.serviceVersion };
   if (exporter === undefined) {
+    installDiagLogger(logger);
     installContext(propagator);
     const metrics = startMetrics(config.metrics, service);
-    return { config, metricsReady: metrics.ready, shutdown: () => metrics.shutdown() };
+    return { config, logger, metricsReady: metrics.ready, shutdown: () => metrics.shutdown() };
   }
   const contextManager = new ThreadlineContextManager();
   const sdk = new NodeSDK({
@@ -73,6 +80,9 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
     metricReaders: [],
     logRecordProcessors: [],
   });
+  // After NodeSDK's constructor, which may set a console diag logger of its own; before any
+  // export, so a collector that refuses or cannot be reached shows in the log.
+  installDiagLogger(logger);
   sdk.start();
   contextManager.adoptIfRegistered();
   // After the SDK, so the instrumentations built above keep no-op meters: threadline records
@@ -80,10 +90,9 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
   const metrics = startMetrics(config.metrics, service);
   return {
     config,
+    logger,
     metricsReady: metrics.ready,
-    shutdown: async () => {
-      await Promise.all([sdk.shutdown(), metrics.shutdown()]);
-    },
+    shutdown: () => settleBoth(sdk.shutdown(), metrics.shutdown()),
   };
 }
 
@@ -97,4 +106,11 @@ function batchDefaults(env: NodeJS.ProcessEnv = process.env): BufferConfig {
     maxExportBatchSize: readInteger(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE'),
     maxQueueSize: readInteger(env, 'OTEL_BSP_MAX_QUEUE_SIZE'),
   };
+}
+
+/** Waits for both, so a failed trace flush does not cut the metrics' short; then fails with the first error. */
+async function settleBoth(first: Promise<void>, second: Promise<void>): Promise<void> {
+  for (const result of await Promise.allSettled([first, second])) {
+    if (result.status === 'rejected') throw result.reason;
+  }
 }

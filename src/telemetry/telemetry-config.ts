@@ -8,14 +8,14 @@ import {
   type KeepBaggage,
   type OutboundBaggagePolicy,
 } from '../session/index.js';
-import type { PrivacyMode, SessionAttributeOptions } from './session-attributes.js';
+import { checkAttributeOptions, type PrivacyMode, type SessionAttributeOptions } from './session-attributes.js';
 
 export type TraceExporterKind = 'file' | 'otlp' | 'console' | 'none';
 export type OtlpProtocol = 'http/protobuf' | 'http/json' | 'grpc';
-export type MetricsExporterKind = 'otlp' | 'prometheus' | 'console' | 'none';
+type MetricsExporterKind = 'otlp' | 'prometheus' | 'console' | 'none';
 /** OTEL_PROPAGATORS names threadline can install; threadline's session propagation is always on. */
 export type PropagatorName = 'tracecontext' | 'baggage' | 'b3' | 'b3multi' | 'jaeger' | 'none';
-export const PROPAGATOR_NAMES: readonly PropagatorName[] = ['tracecontext', 'baggage', 'b3', 'b3multi', 'jaeger', 'none'];
+const PROPAGATOR_NAMES: readonly PropagatorName[] = ['tracecontext', 'baggage', 'b3', 'b3multi', 'jaeger', 'none'];
 
 export interface MetricsConfig {
   readonly exporter: MetricsExporterKind;
@@ -98,14 +98,17 @@ export function namesNeedPlainPrivacy(privacy: string): ConfigError {
   return new ConfigError('THREADLINE_LOG_NAMES', `names can only be logged in plain privacy mode, not ${privacy}`);
 }
 
-/** The span privacy setting; logs follow it too (see createLogger). */
+/**
+ * The span privacy setting, checked here so `threadline config`, `doctor` and start-up refuse
+ * the same settings; logs follow it too (see createLogger).
+ */
 export function readSpanAttributeOptions(env: NodeJS.ProcessEnv): SessionAttributeOptions {
   const hmacKey = readText(env, 'THREADLINE_SPAN_HMAC_KEY');
-  return {
+  return checkAttributeOptions({
     privacy: readChoice(env, 'THREADLINE_SPAN_PRIVACY') satisfies PrivacyMode,
     includeChatName: readFlag(env, 'THREADLINE_SPAN_CHAT_NAME'),
     ...(hmacKey ? { hmacKey } : {}),
-  };
+  });
 }
 
 /** Metrics go nowhere unless asked for, or an OTLP endpoint is set (as traces, which default to the file). */

@@ -15,6 +15,7 @@ interface Row {
   source: string;
   default: string;
   secret: boolean;
+  personal: boolean;
   error?: string;
 }
 
@@ -46,7 +47,7 @@ describe('threadline config', () => {
   it('prints the same as JSON with --json, computed defaults worked out', async () => {
     const table = await rows({ THREADLINE_DATA_DIR: '/srv/tl', THREADLINE_HTTP_REQUEST_TIMEOUT_MS: '4000', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' });
     expect(table.size).toBe(SETTING_NAMES.length);
-    expect(table.get('PORT')).toEqual({ name: 'PORT', group: 'server', value: '8787', source: 'default', default: '8787', secret: false });
+    expect(table.get('PORT')).toEqual({ name: 'PORT', group: 'server', value: '8787', source: 'default', default: '8787', secret: false, personal: false });
     expect(table.get('THREADLINE_TRACE_FILE')).toMatchObject({ value: '/srv/tl/traces.jsonl', source: 'default' });
     expect(table.get('THREADLINE_HTTP_HEADERS_TIMEOUT_MS')).toMatchObject({ value: '4000', source: 'default' });
     expect(table.get('OTEL_TRACES_EXPORTER')).toMatchObject({ value: 'otlp', source: 'default' });
@@ -71,6 +72,19 @@ describe('threadline config', () => {
     expect(table.get('THREADLINE_WEBHOOK_DELIVERY_URL')?.value).toBe('https://127.0.0.1:9/hook');
   });
 
+  it('shows the admins list as how many entries, never the user ids, valid or refused', async () => {
+    const admins = { THREADLINE_ADMINS: 'telegram:4242424242,slack:U0ADMINID' };
+    const text = await run(['config'], admins);
+    expect(text.code).toBe(0);
+    expect(text.out).toMatch(/^ {2}THREADLINE_ADMINS +\(2 entries\) +environment \(default: unset \(nobody\)\)$/m);
+    expect((await rows(admins)).get('THREADLINE_ADMINS')).toMatchObject({ value: '(2 entries)', source: 'environment', personal: true, secret: false });
+    expect((await rows({ THREADLINE_ADMINS: '*' })).get('THREADLINE_ADMINS')?.value).toBe('*');
+    const refused = await run(['config', '--json'], { THREADLINE_ADMINS: 'telegram:4242424242,not-an-entry' });
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(refused.out).find((row: Row) => row.name === 'THREADLINE_ADMINS')).toMatchObject({ value: '(2 entries)' });
+    expect(text.out + text.err + refused.out).not.toMatch(/4242424242|U0ADMINID/);
+  });
+
   it('exits 1 and names every invalid setting, still showing the rest', async () => {
     const { code, out, err } = await run(['config'], { PORT: 'eighty', THREADLINE_LOG_LEVEL: 'loud', THREADLINE_SLACK_BOT_TOKEN: 'xoxb-1' });
     expect(code).toBe(1);
@@ -81,6 +95,16 @@ describe('threadline config', () => {
       expect.stringMatching(/^threadline: Invalid THREADLINE_LOG_LEVEL: "loud" is not one of/),
     ]);
     expect((await rows({ PORT: 'eighty' })).get('PORT')?.error).toMatch(/whole number/);
+  });
+
+  it.each([
+    ['a short HMAC key', { THREADLINE_SPAN_PRIVACY: 'hmac', THREADLINE_SPAN_HMAC_KEY: 'too-short' }, 'THREADLINE_SPAN_HMAC_KEY'],
+    ['chat names with hmac', { THREADLINE_SPAN_PRIVACY: 'hmac', THREADLINE_SPAN_HMAC_KEY: 'k'.repeat(16), THREADLINE_SPAN_CHAT_NAME: '1' }, 'THREADLINE_SPAN_CHAT_NAME'],
+  ])('exits 1 on %s, as start does', async (_case, env, variable) => {
+    const { code, err } = await run(['config'], env);
+    expect(code).toBe(1);
+    expect(err).toMatch(new RegExp(`^threadline: Invalid ${variable}: .*\\[TL_CONFIG_INVALID\\]\n$`));
+    expect(err).not.toContain('too-short');
   });
 
   it('does not echo a URL it cannot parse', async () => {

@@ -111,6 +111,16 @@ describe('threadline doctor', () => {
     ]);
   });
 
+  it('fails on span privacy settings start refuses: a short HMAC key', async () => {
+    const { code, lines } = await doctor({ THREADLINE_DATA_DIR: dataDir(), THREADLINE_SPAN_PRIVACY: 'hmac', THREADLINE_SPAN_HMAC_KEY: 'too-short' });
+    expect(code).toBe(1);
+    expect(failed(lines)).toEqual([
+      expect.stringMatching(/^✗ configuration invalid: Invalid THREADLINE_SPAN_HMAC_KEY: .*\[TL_CONFIG_INVALID\]$/),
+      '✗ telemetry endpoints not checked: the telemetry configuration is invalid',
+    ]);
+    expect(lines.join('\n')).not.toContain('too-short');
+  });
+
   it('skips the telemetry endpoints when the telemetry settings are invalid', async () => {
     const { lines } = await doctor({ THREADLINE_DATA_DIR: dataDir(), OTEL_TRACES_EXPORTER: 'zipkin' });
     expect(failed(lines)).toEqual([

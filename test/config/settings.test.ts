@@ -22,10 +22,34 @@ function sourceFiles(dir: string): string[] {
 const namedIn = new Map(sourceFiles(join(ROOT, 'src')).map((file) => [file, new Set([...readFileSync(file, 'utf8').matchAll(VARIABLE)].map((m) => m[1]!))]));
 const sourceVariables = new Set([...namedIn.values()].flatMap((names) => [...names]));
 
+/** Standard variables threadline does not read, named in a setting's description to say so. */
+const NOT_READ = ['OTEL_METRIC_EXPORT_TIMEOUT'];
+
 describe('the settings table', () => {
-  it('has every variable the source names, but the session ones', () => {
-    const missing = [...sourceVariables].filter((name) => !Object.hasOwn(SETTINGS, name) && !Object.hasOwn(SESSION_ENV, name));
+  it('has every variable the source names, but the session ones and those it says it does not read', () => {
+    const missing = [...sourceVariables].filter(
+      (name) => !Object.hasOwn(SETTINGS, name) && !Object.hasOwn(SESSION_ENV, name) && !NOT_READ.includes(name),
+    );
     expect(missing).toEqual([]);
+  });
+
+  it.each(NOT_READ)('says %s is not read, in a description, and nothing reads it', (name) => {
+    const descriptions = SETTING_NAMES.map((setting) => (SETTINGS[setting] as Setting).description);
+    expect(descriptions.some((text) => text.includes(`\`${name}\` is not read`))).toBe(true);
+    const readers = [...namedIn].filter(([file, names]) => names.has(name) && !file.endsWith('/src/config/settings.ts'));
+    expect(readers.map(([file]) => file)).toEqual([]);
+  });
+
+  it('says the exporter variables take one value: a comma list, as the SDK would take, is refused', () => {
+    for (const name of ['OTEL_TRACES_EXPORTER', 'OTEL_METRICS_EXPORTER'] as const) {
+      expect(SETTINGS[name].description).toContain('one value, not a comma-separated list');
+      expect(checkConfiguration({ [name]: 'otlp,console' }).map((error) => error.variable)).toEqual([name]);
+    }
+  });
+
+  it('puts figures in descriptions, not in comments: a comment in the table says why in words', () => {
+    const comments = readFileSync(join(ROOT, 'src/config/settings.ts'), 'utf8').match(/^\s*\/\/.*$/gm) ?? [];
+    expect(comments.filter((comment) => /\d/.test(comment))).toEqual([]);
   });
 
   it('has no setting that nothing outside src/config reads', () => {
@@ -44,6 +68,10 @@ describe('the settings table', () => {
       expect(setting.default).toBeLessThanOrEqual(setting.max);
     }
     if (setting.kind === 'choice') expect(setting.choices).toContain(setting.default);
+  });
+
+  it('marks the admins list as personal, and nothing else', () => {
+    expect(SETTING_NAMES.filter((name) => (SETTINGS[name] as Setting).personal === true)).toEqual(['THREADLINE_ADMINS']);
   });
 
   it('marks the tokens, secrets and the HMAC key as secret, and nothing else', () => {
@@ -160,6 +188,14 @@ describe('the checks across settings stay', () => {
 
   it('needs plain privacy to log names', () => {
     expect(variablesOf({ THREADLINE_LOG_NAMES: '1', THREADLINE_SPAN_PRIVACY: 'off' })).toEqual(['THREADLINE_LOG_NAMES']);
+  });
+
+  it('refuses what the span stamper refuses: a short HMAC key, chat names outside plain privacy', () => {
+    const key = { THREADLINE_SPAN_PRIVACY: 'hmac', THREADLINE_SPAN_HMAC_KEY: 'short' };
+    expect(variablesOf(key)).toEqual(['THREADLINE_SPAN_HMAC_KEY']);
+    expect(variablesOf({ THREADLINE_SPAN_PRIVACY: 'hmac' })).toEqual(['THREADLINE_SPAN_HMAC_KEY']);
+    expect(variablesOf({ ...key, THREADLINE_SPAN_HMAC_KEY: 'k'.repeat(16), THREADLINE_SPAN_CHAT_NAME: '1' })).toEqual(['THREADLINE_SPAN_CHAT_NAME']);
+    expect(variablesOf({ ...key, THREADLINE_SPAN_HMAC_KEY: 'k'.repeat(16) })).toEqual([]);
   });
 
   it('reports every bad setting at once, in table order', () => {

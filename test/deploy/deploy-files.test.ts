@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { readGatewayConfig } from '../../src/gateway/gateway-config.js';
+import { readTelemetryConfig } from '../../src/telemetry/telemetry-config.js';
 import { startTestGateway } from '../../src/testing/index.js';
 
 // Docker does not run on these machines, so the wiring between the deployment files is
@@ -130,6 +131,17 @@ describe('docker-compose.yml, otel/collector.yaml and the Dockerfile agree', () 
     expect(jaeger[1].tls?.insecure).toBe(true);
   });
 
+  it('wires a metrics pipeline from OTLP through defined components, since the gateway sends metrics there too', () => {
+    const env = services['threadline']!.environment!;
+    const { metrics } = readTelemetryConfig({ ...env, THREADLINE_WEBHOOK_TOKEN: 'a-long-random-string' });
+    expect(metrics.exporter).toBe('otlp');
+    const pipeline = collector.service.pipelines['metrics'];
+    expect(pipeline?.receivers).toEqual(['otlp']);
+    for (const processor of pipeline!.processors) expect(collector.processors).toHaveProperty(processor);
+    expect(pipeline!.exporters.length).toBeGreaterThan(0);
+    for (const exporter of pipeline!.exporters) expect(collector.exporters).toHaveProperty(exporter);
+  });
+
   it('builds a non-root node:24-slim image that starts with the telemetry bootstrap on the compose port', () => {
     expect(dockerfile).toMatch(/^FROM node:24-slim/m);
     expect(dockerfile).toMatch(/^USER node$/m);
@@ -195,8 +207,8 @@ describe('docker-compose.yml, otel/collector.yaml and the Dockerfile agree', () 
     const service = services['threadline']!;
     expect(service.restart).toBe('unless-stopped');
     const { shutdownTimeoutMs } = readGatewayConfig({ ...service.environment, THREADLINE_WEBHOOK_TOKEN: 'a-long-random-string' });
-    // Spans are flushed after the drain: room for that beyond the shutdown timeout itself.
-    expect(durationMs(service.stop_grace_period ?? '10s')).toBeGreaterThanOrEqual(shutdownTimeoutMs + 5_000);
+    // After the drain, spans and metrics are flushed, each OTLP export bounded by its own 10 s timeout.
+    expect(durationMs(service.stop_grace_period ?? '10s')).toBeGreaterThanOrEqual(shutdownTimeoutMs + 15_000);
   });
 
   it('keeps the .env holding the webhook token out of the build context', () => {

@@ -2,9 +2,10 @@ import { createServer as createHttp2Server, type Http2Server } from 'node:http2'
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { metrics } from '@opentelemetry/api';
-import { afterEach, describe, expect, it } from 'vitest';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ThreadlineError } from '../../src/errors.js';
-import { startMetrics, type Metrics } from '../../src/telemetry/start-metrics.js';
+import { describeMetrics, startMetrics, type Metrics } from '../../src/telemetry/start-metrics.js';
 import type { MetricsConfig, OtlpProtocol } from '../../src/telemetry/telemetry-config.js';
 import { startLocalServer, type LocalRequest } from '../../src/testing/local-server.js';
 import { until } from '../helpers/gateway.js';
@@ -55,6 +56,28 @@ describe('startMetrics', () => {
     // The global is free again for the next start.
     const again = start({ exporter: 'prometheus', prometheusPort: 0 });
     expect(await again.ready).toMatch(/^http:/);
+  });
+
+  it('lets OTEL_RESOURCE_ATTRIBUTES override service.version, as traces do, but not OTEL_SERVICE_NAME', async () => {
+    withEnv('OTEL_RESOURCE_ATTRIBUTES', 'service.version=1.2.3-env,service.name=from-env');
+    const url = await start({ exporter: 'prometheus', prometheusPort: 0 }).ready;
+    const text = await (await fetch(url!)).text();
+    expect(text).toMatch(/^target_info\{[^}]*service_version="1\.2\.3-env"/m);
+    expect(text).toMatch(/^target_info\{[^}]*service_name="threadline-metrics-test"/m);
+  });
+
+  it('closes the Prometheus endpoint and frees the global even when the provider fails to shut down', async () => {
+    const running = start({ exporter: 'prometheus', prometheusPort: 0 });
+    const url = await running.ready;
+    const failure = new Error('the last export failed');
+    vi.spyOn(MeterProvider.prototype, 'shutdown').mockRejectedValueOnce(failure);
+    cleanups.push(() => {
+      vi.restoreAllMocks();
+    });
+    started.splice(0);
+    await expect(running.shutdown()).rejects.toBe(failure);
+    await expect(fetch(url!)).rejects.toThrow();
+    expect(await start({ exporter: 'prometheus', prometheusPort: 0 }).ready).toMatch(/^http:/);
   });
 
   it('fails start-up with TL_LISTEN_FAILED, naming the variable, when the Prometheus port is taken', async () => {
@@ -131,3 +154,14 @@ function withEnv(name: string, value: string): void {
     else process.env[name] = before;
   });
 }
+
+describe('describeMetrics, for the start banner', () => {
+  it('names the exporter: the scrape URL for prometheus, the protocol for otlp, off for none', async () => {
+    const running = start({ exporter: 'prometheus', prometheusPort: 0 });
+    const url = await running.ready;
+    expect(describeMetrics(config({ exporter: 'prometheus' }), url)).toBe(`prometheus ${url}`);
+    expect(describeMetrics(config({ exporter: 'otlp', otlpProtocol: 'grpc' }), undefined)).toBe('otlp grpc');
+    expect(describeMetrics(config({ exporter: 'console' }), undefined)).toBe('console');
+    expect(describeMetrics(config({ exporter: 'none' }), undefined)).toBe('off');
+  });
+});

@@ -153,6 +153,20 @@ describe('register with OTEL_EXPORTER_OTLP_PROTOCOL=grpc', () => {
   });
 });
 
+describe('register with OTEL_RESOURCE_ATTRIBUTES', () => {
+  it('takes service.version from it (metrics do too: start-metrics.test.ts), but not service.name', async () => {
+    const run = await runFixture(server, { OTEL_RESOURCE_ATTRIBUTES: 'service.version=1.2.3-env,service.name=from-env' });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const resources = readOtlpLines(join(run.dataDir, 'traces.jsonl')).flatMap((line) => line.resourceSpans.map((spans) => spans.resource));
+    expect(resources.length).toBeGreaterThan(0);
+    for (const resource of resources) {
+      const attribute = (key: string) => resource.attributes.find((entry) => entry.key === key)?.value.stringValue;
+      expect({ name: attribute('service.name'), version: attribute('service.version') }).toEqual({ name: 'threadline', version: '1.2.3-env' });
+    }
+  });
+});
+
 describe('register honours OTEL_PROPAGATORS', () => {
   /** The headers of the fixture's call to our server, and the client span that made it. */
   async function outgoing(propagators: string): Promise<{ headers: ReceivedRequest['headers']; client: OtlpSpan }> {
