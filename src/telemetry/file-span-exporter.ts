@@ -11,6 +11,7 @@ export interface TraceFileLimits {
   readonly keep: number;
 }
 
+const NEWLINE = Buffer.from('\n');
 const DEFAULT_LIMITS: TraceFileLimits = { maxBytes: 64 * 1024 * 1024, keep: 4 };
 
 /**
@@ -31,19 +32,24 @@ export class FileSpanExporter implements SpanExporter {
   ) {}
 
   export(spans: ReadableSpan[], resultCallback: (result: ExportResult) => void): void {
-    const line = Buffer.concat([JsonTraceSerializer.serializeRequest(spans)!, Buffer.from('\n')]);
+    const request = JsonTraceSerializer.serializeRequest(spans)!;
+    const length = request.length + 1; // and its newline
     let stream: WriteStream;
     try {
       stream = this.open();
-      if (this.size > 0 && this.size + line.length > this.limits.maxBytes) stream = this.rotate();
+      if (this.size > 0 && this.size + length > this.limits.maxBytes) stream = this.rotate();
     } catch (error) {
       resultCallback({ code: ExportResultCode.FAILED, error: error as Error });
       return;
     }
-    this.size += line.length;
-    stream.write(line, (error) => {
+    this.size += length;
+    // Two writes in one writev: the batch is not copied to append its newline.
+    stream.cork();
+    stream.write(request);
+    stream.write(NEWLINE, (error) => {
       resultCallback(error ? { code: ExportResultCode.FAILED, error } : { code: ExportResultCode.SUCCESS });
     });
+    stream.uncork();
   }
 
   async forceFlush(): Promise<void> {
