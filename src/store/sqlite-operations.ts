@@ -96,22 +96,27 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
   const statement = <Row = unknown>(sql: string) => db.prepare<unknown[], Row>(sql);
   const appendMessage = statement('INSERT INTO messages (id, routing, text, received_at, destination) VALUES (?, ?, ?, ?, ?)');
   const removeMessage = statement('DELETE FROM messages WHERE id = ?');
-  const pendingMessages = statement<MessageRow>('SELECT id, routing, text, received_at FROM messages ORDER BY received_at, rowid');
+  // Ids are time-ordered: within a millisecond they keep the order messages were accepted in.
+  const pendingMessages = statement<MessageRow>('SELECT id, routing, text, received_at FROM messages ORDER BY received_at, id');
   const intakeAnswer = statement<{ answer: string }>('SELECT answer FROM intake_keys WHERE key = ? AND expires_at > ?');
   const rememberKey = statement(
     'INSERT INTO intake_keys (key, answer, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET answer = excluded.answer, expires_at = excluded.expires_at',
   );
-  const openOf = statement<{ open: number }>('SELECT open FROM outbox_open WHERE destination = ?');
-  const waitingOf = statement<{ open: number }>('SELECT open FROM messages_open WHERE destination = ?');
-  const openTotal = statement<{ open: number }>('SELECT open FROM outbox_totals WHERE id = 1');
-  // As intake counts: open deliveries and messages waiting for their turn, per destination.
-  const fullDestinations = statement<{ n: number }>(
-    `SELECT COUNT(*) AS n FROM (SELECT SUM(open) AS open FROM
-       (SELECT destination, open FROM outbox_open UNION ALL SELECT destination, open FROM messages_open) GROUP BY destination)
-     WHERE open >= ?`,
+  // What intake checks, in one read: its destination's waiting messages and open deliveries, and all open deliveries.
+  const counts = statement<{ mine: number; total: number }>(
+    `SELECT coalesce((SELECT waiting + open FROM open_counts WHERE destination = ?), 0) AS mine,
+       (SELECT open FROM open_counts WHERE destination = '') AS total`,
   );
-  // Through deliveries_open_since: the first entry of a partial index, not a walk of the rows.
-  const oldestOpen = statement<{ since: number | null }>(`SELECT MIN(attempts_since) AS since FROM deliveries WHERE status IN ('pending', 'sending')`);
+  const openOf = statement<{ open: number }>('SELECT open FROM open_counts WHERE destination = ?');
+  const openTotal = statement<{ open: number }>(`SELECT open FROM open_counts WHERE destination = ''`);
+  const fullDestinations = statement<{ n: number }>(`SELECT COUNT(*) AS n FROM open_counts WHERE destination <> '' AND waiting + open >= ?`);
+  // The first entry of deliveries_pending_since, and the oldest of the heads being sent (only
+  // heads are), read from deliveries_heads alone.
+  const oldestOpen = statement<{ since: number | null }>(
+    `SELECT MIN(since) AS since FROM (
+       SELECT MIN(attempts_since) AS since FROM deliveries WHERE status = 'pending'
+       UNION ALL SELECT MIN(attempts_since) FROM deliveries WHERE head = 1 AND status = 'sending')`,
+  );
   const addDelivery = statement(
     `INSERT OR IGNORE INTO deliveries (id, kind, destination, text, in_reply_to, origin, status, head, attempts, attempts_since, due_at, lease_until, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
@@ -199,9 +204,8 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
         const seen = intakeAnswer.get(checks.idempotencyKey, receivedAt);
         if (seen !== undefined) return { status: 'duplicate', answer: seen.answer };
       }
-      const mine = open(checks.destination) + (waitingOf.get(checks.destination)?.open ?? 0);
+      const { mine, total } = counts.get(checks.destination)!;
       if (mine >= checks.maxOpenPerDestination) return { status: 'full', scope: 'destination', open: mine };
-      const total = openTotal.get()!.open;
       if (total >= checks.maxOpenTotal) return { status: 'full', scope: 'total', open: total };
       appendMessage.run(id, routing, text, receivedAt, checks.destination);
       if (checks.idempotencyKey !== undefined) rememberKey.run(checks.idempotencyKey, checks.answer, checks.keyExpiresAt);

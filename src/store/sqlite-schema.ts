@@ -10,10 +10,12 @@ export const NEXT_AT = `(CASE status WHEN 'sending' THEN lease_until ELSE due_at
 /**
  * Deliveries are per-destination queues. Of the open (pending or sending) deliveries of a
  * destination exactly one is its head, the only one that may be sent, so a chat keeps its
- * order; a claim reads heads through `deliveries_next` and never walks the rows behind them.
- * `outbox_open` and `outbox_totals` count open deliveries, and `messages_open` the messages
- * waiting for their turn per destination of their replies, kept by triggers in the same
- * transaction as every change, so the caps cost a key lookup or two.
+ * order; a claim reads heads through `deliveries_heads` and never walks the rows behind them.
+ * `open_counts` holds, per destination, the messages waiting for their turn and the open
+ * deliveries, and under '' (no destination is spelled so) the open deliveries of all; triggers
+ * keep it in the same transaction as every change, so the caps cost a key lookup or two.
+ * A message's way from intake to its reply marked done writes as few pages as this allows:
+ * each page a commit writes is a write to the WAL, the store's largest cost a message.
  */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS messages (
@@ -22,14 +24,19 @@ CREATE TABLE IF NOT EXISTS messages (
   text TEXT NOT NULL,
   received_at INTEGER NOT NULL,
   destination TEXT
-);
-CREATE TABLE IF NOT EXISTS messages_open (destination TEXT PRIMARY KEY, open INTEGER NOT NULL) WITHOUT ROWID;
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS open_counts (
+  destination TEXT PRIMARY KEY,
+  waiting INTEGER NOT NULL DEFAULT 0,
+  open INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO open_counts (destination) VALUES ('');
 CREATE TRIGGER IF NOT EXISTS messages_waiting AFTER INSERT ON messages WHEN NEW.destination IS NOT NULL BEGIN
-  INSERT INTO messages_open (destination, open) VALUES (NEW.destination, 1) ON CONFLICT (destination) DO UPDATE SET open = open + 1;
+  INSERT INTO open_counts (destination, waiting) VALUES (NEW.destination, 1) ON CONFLICT (destination) DO UPDATE SET waiting = waiting + 1;
 END;
 CREATE TRIGGER IF NOT EXISTS messages_done AFTER DELETE ON messages WHEN OLD.destination IS NOT NULL BEGIN
-  UPDATE messages_open SET open = open - 1 WHERE destination = OLD.destination;
-  DELETE FROM messages_open WHERE destination = OLD.destination AND open <= 0;
+  UPDATE open_counts SET waiting = waiting - 1 WHERE destination = OLD.destination;
+  DELETE FROM open_counts WHERE destination = OLD.destination AND waiting <= 0 AND open <= 0;
 END;
 CREATE TABLE IF NOT EXISTS deliveries (
   id TEXT PRIMARY KEY,
@@ -48,28 +55,27 @@ CREATE TABLE IF NOT EXISTS deliveries (
   created_at INTEGER NOT NULL,
   finished_at INTEGER
 );
-CREATE INDEX IF NOT EXISTS deliveries_next ON deliveries (${NEXT_AT}) WHERE head = 1;
+-- Covering status and attempts_since: the oldest delivery being sent is found among the heads,
+-- so a delivery sent at once and done touches no index kept for that question.
+CREATE INDEX IF NOT EXISTS deliveries_heads ON deliveries (${NEXT_AT}, status, attempts_since) WHERE head = 1;
 CREATE INDEX IF NOT EXISTS deliveries_queued ON deliveries (destination) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS deliveries_pending_since ON deliveries (attempts_since) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS deliveries_done ON deliveries (finished_at) WHERE status = 'done';
 CREATE INDEX IF NOT EXISTS deliveries_failed ON deliveries (finished_at) WHERE status = 'failed';
-CREATE INDEX IF NOT EXISTS deliveries_open_since ON deliveries (attempts_since) WHERE status IN ('pending', 'sending');
-CREATE TABLE IF NOT EXISTS outbox_open (destination TEXT PRIMARY KEY, open INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS outbox_totals (id INTEGER PRIMARY KEY CHECK (id = 1), open INTEGER NOT NULL);
-INSERT OR IGNORE INTO outbox_totals (id, open) VALUES (1, 0);
 CREATE TRIGGER IF NOT EXISTS deliveries_opened AFTER INSERT ON deliveries WHEN NEW.status IN ('pending', 'sending') BEGIN
-  INSERT INTO outbox_open (destination, open) VALUES (NEW.destination, 1) ON CONFLICT (destination) DO UPDATE SET open = open + 1;
-  UPDATE outbox_totals SET open = open + 1;
+  INSERT INTO open_counts (destination, open) VALUES (NEW.destination, 1) ON CONFLICT (destination) DO UPDATE SET open = open + 1;
+  UPDATE open_counts SET open = open + 1 WHERE destination = '';
 END;
 CREATE TRIGGER IF NOT EXISTS deliveries_reopened AFTER UPDATE OF status ON deliveries
 WHEN OLD.status IN ('done', 'failed') AND NEW.status IN ('pending', 'sending') BEGIN
-  INSERT INTO outbox_open (destination, open) VALUES (NEW.destination, 1) ON CONFLICT (destination) DO UPDATE SET open = open + 1;
-  UPDATE outbox_totals SET open = open + 1;
+  INSERT INTO open_counts (destination, open) VALUES (NEW.destination, 1) ON CONFLICT (destination) DO UPDATE SET open = open + 1;
+  UPDATE open_counts SET open = open + 1 WHERE destination = '';
 END;
 CREATE TRIGGER IF NOT EXISTS deliveries_closed AFTER UPDATE OF status ON deliveries
 WHEN OLD.status IN ('pending', 'sending') AND NEW.status IN ('done', 'failed') BEGIN
-  UPDATE outbox_open SET open = open - 1 WHERE destination = OLD.destination;
-  DELETE FROM outbox_open WHERE destination = OLD.destination AND open <= 0;
-  UPDATE outbox_totals SET open = open - 1;
+  UPDATE open_counts SET open = open - 1 WHERE destination = OLD.destination;
+  DELETE FROM open_counts WHERE destination = OLD.destination AND waiting <= 0 AND open <= 0;
+  UPDATE open_counts SET open = open - 1 WHERE destination = '';
 END;
 CREATE TABLE IF NOT EXISTS intake_keys (
   key TEXT PRIMARY KEY,
@@ -87,25 +93,57 @@ CREATE TABLE IF NOT EXISTS conversations (
 );
 `;
 
+/** The layout SCHEMA describes, kept in `PRAGMA user_version`; stores below it are moved over first. */
+export const SCHEMA_VERSION = 1;
+
 /** Creates the schema, first moving a store written by an earlier version to it. */
 export function createSchema(db: Database.Database): void {
   db.transaction(() => {
-    // Messages of earlier versions have no destination and count toward no cap.
-    const messageColumns = db.prepare<[], { name: string }>('PRAGMA table_info(messages)').all();
-    if (messageColumns.length > 0 && !messageColumns.some((column) => column.name === 'destination')) {
-      db.exec('ALTER TABLE messages ADD COLUMN destination TEXT');
+    if ((db.pragma('user_version', { simple: true }) as number) >= SCHEMA_VERSION) {
+      db.exec(SCHEMA);
+      return;
     }
-    const columns = db.prepare<[], { name: string }>('PRAGMA table_info(deliveries)').all();
-    const legacy = columns.length > 0 && !columns.some((column) => column.name === 'head');
+    const columnsOf = (table: string) => db.prepare<[], { name: string }>(`PRAGMA table_info(${table})`).all().map((column) => column.name);
+    const messageColumns = columnsOf('messages');
+    const columns = columnsOf('deliveries');
+    const legacy = columns.length > 0 && !columns.includes('head');
     if (legacy) {
       // The oldest stores had no `leased` flag: each of their pending deliveries counts as being sent.
-      if (!columns.some((column) => column.name === 'leased')) db.exec('ALTER TABLE deliveries ADD COLUMN leased INTEGER NOT NULL DEFAULT 1');
+      if (!columns.includes('leased')) db.exec('ALTER TABLE deliveries ADD COLUMN leased INTEGER NOT NULL DEFAULT 1');
       db.exec(`DROP INDEX IF EXISTS deliveries_due; DROP INDEX IF EXISTS deliveries_done; DROP INDEX IF EXISTS deliveries_pending_destination;
         ALTER TABLE deliveries RENAME TO deliveries_legacy;`);
     }
+    // Messages were a table with rowids, counted in tables of their own; their copy is counted afresh below.
+    if (messageColumns.length > 0) db.exec('ALTER TABLE messages RENAME TO messages_v0');
+    db.exec(`DROP TRIGGER IF EXISTS messages_waiting; DROP TRIGGER IF EXISTS messages_done; DROP TRIGGER IF EXISTS deliveries_opened;
+      DROP TRIGGER IF EXISTS deliveries_reopened; DROP TRIGGER IF EXISTS deliveries_closed;
+      DROP TABLE IF EXISTS messages_open; DROP TABLE IF EXISTS outbox_open; DROP TABLE IF EXISTS outbox_totals;
+      DROP INDEX IF EXISTS deliveries_next; DROP INDEX IF EXISTS deliveries_open_since;`);
     db.exec(SCHEMA);
     if (legacy) migrateLegacyDeliveries(db);
+    if (messageColumns.length > 0) {
+      // Messages of earlier versions may have no destination: they count toward no cap.
+      const destination = messageColumns.includes('destination') ? 'destination' : 'NULL';
+      db.exec(`INSERT INTO messages (id, routing, text, received_at, destination)
+        SELECT id, routing, text, received_at, ${destination} FROM messages_v0 ORDER BY rowid;
+        DROP TABLE messages_v0;`);
+    }
+    recount(db);
+    db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
+}
+
+/** Counts every destination's waiting messages and open deliveries from the rows themselves. */
+function recount(db: Database.Database): void {
+  db.exec(`
+    DELETE FROM open_counts;
+    INSERT INTO open_counts (destination, waiting, open)
+    SELECT destination, SUM(waiting), SUM(open) FROM (
+      SELECT destination, 1 AS waiting, 0 AS open FROM messages WHERE destination IS NOT NULL
+      UNION ALL SELECT destination, 0, 1 FROM deliveries WHERE status IN ('pending', 'sending'))
+    GROUP BY destination;
+    INSERT INTO open_counts (destination, open) SELECT '', COUNT(*) FROM deliveries WHERE status IN ('pending', 'sending');
+  `);
 }
 
 /**

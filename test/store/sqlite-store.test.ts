@@ -221,6 +221,38 @@ describe('SqliteStore failures and round trips', () => {
     await store.close();
   });
 
+  it('caps all open deliveries, not the messages waiting for their turn', async () => {
+    const store = await SqliteStore.open(':memory:');
+    const checks = (chatId: string) => ({ destination: { platform: 'webhook', chatId }, maxOpenPerDestination: 10, maxOpenTotal: 1 });
+    expect(await store.messages.accept(message('m-1'), checks('a'))).toEqual({ status: 'accepted' });
+    expect(await store.messages.accept(message('m-2'), checks('a'))).toEqual({ status: 'accepted' });
+    await store.outbox.add(delivery('d-1', 1, 'b'), 2);
+    expect(await store.messages.accept(message('m-3'), checks('c'))).toEqual({ status: 'full', scope: 'total', open: 1 });
+    await store.outbox.markDone('d-1', 2);
+    expect(await store.messages.accept(message('m-4'), checks('c'))).toEqual({ status: 'accepted' });
+    expect((await store.messages.pending()).map((stored) => stored.id)).toEqual(['m-1', 'm-2', 'm-4']);
+    await store.close();
+  });
+
+  it('says when the oldest open delivery began its attempts, whether it is being sent, queued or due again', async () => {
+    const store = await SqliteStore.open(':memory:');
+    expect((await store.outbox.pressure(10)).oldestOpenSince).toBeUndefined();
+    expect(await store.outbox.add(delivery('d-sending', 100, 'a'), 1_000)).toBe('claimed');
+    expect(await store.outbox.add(delivery('d-queued', 200, 'a'), 1_000)).toBe('queued');
+    expect((await store.outbox.pressure(10)).oldestOpenSince).toBe(100);
+    await store.outbox.retryAt('d-sending', 5_000, 'busy', 1_000);
+    expect((await store.outbox.pressure(10)).oldestOpenSince).toBe(100);
+    await store.outbox.markFailed('d-sending', 'gave up', 1_000); // not under its lease any more: nothing changes
+    expect((await store.outbox.claim(5_000, 5, 6_000)).deliveries.map((row) => row.id)).toEqual(['d-sending']);
+    await store.outbox.markFailed('d-sending', 'gave up', 6_000);
+    expect((await store.outbox.pressure(10)).oldestOpenSince).toBe(200);
+    await store.outbox.markDone('d-queued', 6_000); // pending, never claimed: not done
+    expect((await store.outbox.claim(7_000, 5, 8_000)).deliveries.map((row) => row.id)).toEqual(['d-queued']);
+    await store.outbox.markDone('d-queued', 8_000);
+    expect(await store.outbox.pressure(10)).toEqual({ open: 0, fullDestinations: 0 });
+    await store.close();
+  });
+
   it('waits for another connection\'s write (the CLI\'s) instead of failing a transaction that has read', async () => {
     const path = join(tempDir(), 'busy.db');
     const store = await SqliteStore.open(path);
