@@ -1,7 +1,10 @@
+import { EventEmitter } from 'node:events';
+import type { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { context, trace, type Span } from '@opentelemetry/api';
 import { suppressTracing } from '@opentelemetry/core';
-import { Agent, type Dispatcher } from 'undici';
-import { answerFailure, networkFailure, type DeliveryError } from '../errors.js';
+import { Agent } from 'undici';
+import { answerFailure, networkFailure } from '../errors.js';
 import { safeUrl } from '../telemetry/redact-secrets.js';
 
 export interface PostOptions {
@@ -17,20 +20,20 @@ const UNDICI_TIMEOUTS: ReadonlySet<unknown> = new Set(['UND_ERR_HEADERS_TIMEOUT'
 
 /** An error answer's body is read this far for the message; the rest is not waited for. */
 const DETAIL_CHARS = 300;
+/** Four bytes a character at most: enough bytes for DETAIL_CHARS. */
+const DETAIL_BYTES = DETAIL_CHARS * 4;
 
 /**
  * POSTs `body` over a keep-alive connection and resolves when the far end answered 2xx;
  * otherwise throws a DeliveryError: network failures, 5xx and 429 are worth retrying
- * (honouring Retry-After), other 4xx are final. undici's pool, not node:http or fetch, for
- * its CPU per request. Its dispatcher is driven with a handler of our own rather than through
- * `request()`, which wraps every answer in a stream, an AsyncResource and a promise that a
- * delivery never needs; bench:gateway measured the difference (docs/decisions.md).
+ * (honouring Retry-After), other 4xx are final. undici's pool, not node:http or fetch: it
+ * took less CPU per request than node:http's client side by side on loopback.
  *
  * The active span (gateway.deliver) is the client span of the request: it gets the HTTP
  * attributes, and the undici instrumentation is suppressed for this one call, which would
- * only add a second span for the same request at a measurable cost per message. The caller
- * injects traceparent and baggage into `headers` before, from the unsuppressed context.
- * undici unrefs idle keep-alive sockets, so they never hold the process open.
+ * only add a second span for the same request. The caller injects traceparent and baggage
+ * into `headers` before, from the unsuppressed context. undici unrefs idle keep-alive
+ * sockets, so they never hold the process open.
  */
 export class HttpPoster {
   private readonly dispatcher = new Agent({ connections: 256 });
@@ -38,134 +41,75 @@ export class HttpPoster {
   post(url: URL, body: string, options: PostOptions): Promise<void> {
     const span = trace.getActiveSpan();
     span?.setAttributes({ 'http.request.method': 'POST', 'url.full': safeUrl(url), 'server.address': url.hostname });
-    return context.with(suppressTracing(context.active()), () => {
-      const answer = new PostAnswer(options, span);
-      // dispatch() hands its own failures (a closed pool, bad options) to answer.onError.
-      if (options.signal.aborted) answer.onError(options.signal.reason as Error);
-      else {
-        this.dispatcher.dispatch(
-          {
-            origin: url.origin,
-            path: `${url.pathname}${url.search}`,
-            method: 'POST',
-            headers: options.headers,
-            body,
-            // No answer, or a body stalled, for this long. undici's own timers, not an
-            // AbortSignal.timeout combined with the shutdown signal per request, which costs
-            // more; its timers tick about once a second, which is fine at seconds.
-            headersTimeout: options.timeoutMs,
-            bodyTimeout: options.timeoutMs,
-          },
-          answer,
-        );
+    return context.with(suppressTracing(context.active()), () => this.send(url, body, options, span));
+  }
+
+  private async send(url: URL, body: string, options: PostOptions, span: Span | undefined): Promise<void> {
+    const { signal, what } = options;
+    try {
+      signal.throwIfAborted();
+      const answer = await this.dispatcher.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: 'POST',
+        headers: options.headers,
+        body,
+        // No answer, or a body stalled, for this long: undici's own timers, as an
+        // AbortSignal.timeout joined to the shutdown signal cost more a request.
+        headersTimeout: options.timeoutMs,
+        bodyTimeout: options.timeoutMs,
+        signal: abortEmitter(signal),
+      });
+      span?.setAttribute('http.response.status_code', answer.statusCode);
+      if (answer.statusCode < 300) {
+        // Read to its end, so the connection can be reused.
+        await finished(answer.body.resume());
+        return;
       }
-      return answer.settled;
-    });
+      const retryAfter = answer.headers['retry-after'];
+      const detail = await startOf(answer.body);
+      throw answerFailure(answer.statusCode, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, detail, what);
+    } catch (error) {
+      // The emitter aborts without a reason of its own: the shutdown signal holds it.
+      if (signal.aborted) throw networkFailure(signal.reason, what);
+      if (UNDICI_TIMEOUTS.has((error as { code?: unknown } | null)?.code)) {
+        throw networkFailure(new Error(`no answer within ${options.timeoutMs} ms`, { cause: error }), what);
+      }
+      throw networkFailure(error, what);
+    }
   }
 }
 
 /**
- * The posts in flight under each abort signal. One listener a signal (the gateway's
- * shutdown) aborts them all, instead of one listener added and removed a post.
+ * The start of an error answer's body, as text. A longer (or endless) body is not waited
+ * for: leaving the loop destroys it, and undici drops the connection.
  */
-const postsBySignal = new WeakMap<AbortSignal, Set<PostAnswer>>();
-
-function abortOnSignal(signal: AbortSignal, answer: PostAnswer): void {
-  let posts = postsBySignal.get(signal);
-  if (posts === undefined) {
-    const inFlight = new Set<PostAnswer>();
-    posts = inFlight;
-    postsBySignal.set(signal, inFlight);
-    signal.addEventListener('abort', () => inFlight.forEach((post) => post.abort(signal.reason)), { once: true });
+async function startOf(body: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    chunks.push(chunk);
+    bytes += chunk.length;
+    if (bytes >= DETAIL_BYTES) break;
   }
-  posts.add(answer);
+  return Buffer.concat(chunks).toString('utf8').slice(0, DETAIL_CHARS);
 }
 
 /**
- * undici's callbacks for one post: keeps the status, an error answer's Retry-After and the
- * start of its body, and settles `settled` once: when the answer is complete, when an error
- * answer has given enough detail (the rest is not waited for), or when the request failed.
- * A 2xx body is read to its end and dropped, so the connection can be reused.
+ * undici takes an EventEmitter as a request's signal: one for each abort signal (the
+ * gateway's shutdown) serves every post in flight under it, so the signal gets one listener
+ * instead of one added and removed a post, and no AbortSignal is made a post.
  */
-class PostAnswer implements Dispatcher.DispatchHandlers {
-  readonly settled: Promise<void>;
-  private resolve!: () => void;
-  private reject!: (error: DeliveryError) => void;
-  private done = false;
-  private status = 0;
-  private retryAfter: string | undefined;
-  private readonly detail: Buffer[] = [];
-  private detailBytes = 0;
-  private abortRequest: ((error?: Error) => void) | undefined;
+const emitters = new WeakMap<AbortSignal, EventEmitter>();
 
-  constructor(
-    private readonly options: PostOptions,
-    private readonly span: Span | undefined,
-  ) {
-    this.settled = new Promise<void>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
+function abortEmitter(signal: AbortSignal): EventEmitter {
+  let emitter = emitters.get(signal);
+  if (emitter === undefined) {
+    const posts = new EventEmitter();
+    posts.setMaxListeners(0); // one listener a post in flight, by design
+    signal.addEventListener('abort', () => posts.emit('abort'), { once: true });
+    emitters.set(signal, posts);
+    emitter = posts;
   }
-
-  abort(reason: unknown): void {
-    this.abortRequest?.(reason as Error);
-  }
-
-  /** Called once a connection is free for the post, which may be after the signal aborted. */
-  onConnect(abort: (error?: Error) => void): void {
-    if (this.abortRequest === undefined) abortOnSignal(this.options.signal, this);
-    this.abortRequest = abort;
-    if (this.options.signal.aborted) abort(this.options.signal.reason as Error);
-  }
-
-  onHeaders(status: number, headers: Buffer[]): boolean {
-    if (status < 200) return true; // 1xx: the answer is still to come
-    this.status = status;
-    this.span?.setAttribute('http.response.status_code', status);
-    if (status >= 300) {
-      for (let i = 0; i < headers.length && this.retryAfter === undefined; i += 2) {
-        if (headers[i]!.toString('latin1').toLowerCase() === 'retry-after') this.retryAfter = headers[i + 1]!.toString('latin1');
-      }
-    }
-    return true;
-  }
-
-  onData(chunk: Buffer): boolean {
-    if (this.status < 300) return true;
-    this.detail.push(chunk);
-    this.detailBytes += chunk.length;
-    // Four bytes a character at most: enough for DETAIL_CHARS. A longer (or endless) error
-    // body is not waited for; the connection is dropped instead.
-    if (this.detailBytes >= DETAIL_CHARS * 4) {
-      this.failWithAnswer();
-      this.abortRequest?.(new Error('error answer read far enough'));
-    }
-    return true;
-  }
-
-  onComplete(): void {
-    if (this.status < 300) this.settle(undefined);
-    else this.failWithAnswer();
-  }
-
-  /** A request that failed: refused, reset, cut off after its headers, timed out or aborted. */
-  onError(error: Error): void {
-    const timedOut = UNDICI_TIMEOUTS.has((error as { code?: unknown } | null)?.code);
-    this.settle(networkFailure(timedOut ? new Error(`no answer within ${this.options.timeoutMs} ms`, { cause: error }) : error, this.options.what));
-  }
-
-  private failWithAnswer(): void {
-    const detail = Buffer.concat(this.detail).toString('utf8').slice(0, DETAIL_CHARS);
-    this.settle(answerFailure(this.status, this.retryAfter, detail, this.options.what));
-  }
-
-  private settle(error: DeliveryError | undefined): void {
-    if (this.done) return;
-    this.done = true;
-    if (this.abortRequest !== undefined) postsBySignal.get(this.options.signal)?.delete(this);
-    if (error === undefined) this.resolve();
-    else this.reject(error);
-  }
+  return emitter;
 }
-
