@@ -13,7 +13,8 @@ import { checkConfiguration } from '../config/check-configuration.js';
 import { readText } from '../config/read-setting.js';
 import { messageOf, ThreadlineError } from '../errors.js';
 import { assertContextPropagation } from '../session/assert-context-propagation.js';
-import { readTelemetryConfig, type OtlpProtocol, type TelemetryConfig } from '../telemetry/telemetry-config.js';
+import { readTelemetryConfig, type TelemetryConfig } from '../telemetry/telemetry-config.js';
+import { otlpEndpoint } from '../telemetry/otlp-endpoint.js';
 import { safeUrl } from '../telemetry/redact-secrets.js';
 import { printable, type CliIo } from './io.js';
 
@@ -176,7 +177,7 @@ async function checkTraceExporter(env: NodeJS.ProcessEnv, config: TelemetryConfi
       return { ok: result.ok, line: `traces to file ${config.traceFile}: ${result.line}` };
     }
     case 'otlp':
-      return checkReachable('traces', otlpEndpoint(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', config.otlpProtocol));
+      return checkReachable('traces', new URL(otlpEndpoint('traces', config.otlpProtocol, env)));
     default:
       return { ok: true, line: `traces to ${config.exporter}: nothing to check` };
   }
@@ -188,17 +189,12 @@ async function checkMetricsExporter(env: NodeJS.ProcessEnv, config: TelemetryCon
     case 'prometheus':
       return checkPortFree(metrics.prometheusHost, metrics.prometheusPort);
     case 'otlp':
-      return checkReachable('metrics', otlpEndpoint(env, 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT', metrics.otlpProtocol));
+      return checkReachable('metrics', new URL(otlpEndpoint('metrics', metrics.otlpProtocol, env)));
     default:
       return { ok: true, line: `metrics to ${metrics.exporter}: nothing to check` };
   }
 }
 
-/** The signal's endpoint, else the general one, else the exporters' default for the protocol. */
-function otlpEndpoint(env: NodeJS.ProcessEnv, signalVariable: string, protocol: OtlpProtocol): URL {
-  const value = env[signalVariable]?.trim() || env['OTEL_EXPORTER_OTLP_ENDPOINT']?.trim();
-  return new URL(value || (protocol === 'grpc' ? 'http://localhost:4317' : 'http://localhost:4318'));
-}
 
 /** A TCP connection to the endpoint's host and port is accepted in time. */
 function checkReachable(signal: string, endpoint: URL): Promise<CheckResult> {

@@ -3,6 +3,7 @@ import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-t
 import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { ConsoleSpanExporter, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { FileSpanExporter } from './file-span-exporter.js';
+import { otlpEndpoint } from './otlp-endpoint.js';
 import { safeUrl } from './redact-secrets.js';
 import type { OtlpProtocol, TelemetryConfig } from './telemetry-config.js';
 
@@ -38,17 +39,9 @@ export function describeExporter(config: TelemetryConfig, env: NodeJS.ProcessEnv
       return `file ${config.traceFile}`;
     case 'otlp':
       // Origin and path only: an endpoint may carry user:password@ or a key in its query.
-      return `otlp ${config.otlpProtocol} ${safeUrl(otlpEndpoint(config.otlpProtocol, env))}`;
+      return `otlp ${config.otlpProtocol} ${safeUrl(otlpEndpoint('traces', config.otlpProtocol, env))}`;
     default:
       return config.exporter;
   }
 }
 
-/** The endpoint the OTLP exporter resolves, as the exporters resolve it: gRPC takes a host, HTTP a signal path. */
-function otlpEndpoint(protocol: OtlpProtocol, env: NodeJS.ProcessEnv): string {
-  const traces = env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']?.trim();
-  if (traces) return traces;
-  const general = env['OTEL_EXPORTER_OTLP_ENDPOINT']?.trim();
-  if (protocol === 'grpc') return general || 'http://localhost:4317';
-  return general ? `${general.replace(/\/+$/, '')}/v1/traces` : 'http://localhost:4318/v1/traces';
-}
