@@ -17,13 +17,13 @@
  * figure by under 1 MB. Prints RESULT lines; exits by itself.
  */
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { Agent as HttpAgent, createServer, request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { ROOT_CONTEXT, context } from '@opentelemetry/api';
 import { suppressTracing } from '@opentelemetry/core';
+import { startCountingReceiver } from './counting-receiver.js';
 
 const CHATS = Number(process.env['BENCH_CHATS'] ?? 20_000);
 /**
@@ -58,17 +58,8 @@ function chatId(prefix: string, n: number): string {
 }
 
 // The far end of the webhook: counts deliveries, answers 200, keeps nothing.
-let delivered = 0;
-const receiver = createServer((request, response) => {
-  request.resume();
-  request.on('end', () => {
-    delivered++;
-    response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-  });
-});
-receiver.keepAliveTimeout = 65_000;
-await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/deliveries`;
+const receiver = await startCountingReceiver();
+const receiverUrl = `http://127.0.0.1:${receiver.port}/deliveries`;
 
 // The gateway's configuration comes from the environment, read by register and the config.
 const dataDir = mkdtempSync(join(tmpdir(), 'threadline-outbox-memory-'));
@@ -129,8 +120,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Every reply delivered, the queue empty; bounded to two minutes. */
 async function settle(): Promise<void> {
   const deadline = Date.now() + 120_000;
-  while (delivered < sent || running.gateway.queued > 0) {
-    if (Date.now() > deadline) throw new Error(`only ${delivered}/${sent} replies delivered after 2 minutes`);
+  while (receiver.count() < sent || running.gateway.queued > 0) {
+    if (Date.now() > deadline) throw new Error(`only ${receiver.count()}/${sent} replies delivered after 2 minutes`);
     await sleep(20);
   }
   // The records of sent deliveries commit in the background, and the batch span processor
@@ -207,15 +198,15 @@ const after = await sample('after');
 await running.stop();
 await telemetry.shutdown();
 client.destroy();
-receiver.closeAllConnections();
-receiver.close();
+receiver.server.closeAllConnections();
+receiver.server.close();
 rmSync(dataDir, { recursive: true, force: true });
 
 const sampleKey = `v1:webhook:dm:${encodeURIComponent(chatId('chat', CHATS - 1))}::`;
 console.log(
   `${CHATS} chats × 1 message, chat_id ${ID_LENGTH} characters (session key ${sampleKey.length}), ` +
     `${CONCURRENCY} at a time, telemetry ${TELEMETRY_OFF ? 'off' : telemetry.config.exporter}: ${(CHATS / seconds).toFixed(0)} msg/s, ` +
-    `${delivered} replies delivered`,
+    `${receiver.count()} replies delivered`,
 );
 console.log(
   `RSS  ${before.rss.toFixed(1)} → ${after.rss.toFixed(1)} MB; heapUsed ${before.heapUsed.toFixed(1)} → ${after.heapUsed.toFixed(1)} MB ` +
