@@ -46,3 +46,8 @@ export function envUrl(env: NodeJS.ProcessEnv, name: string): string | undefined
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(name, 'must be an http or https URL');
   return url.toString();
 }
+
+/** The entries of a comma-separated value, trimmed, empty ones dropped; none for unset. */
+export function commaList(value: string | undefined): string[] {
+  return (value ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+}

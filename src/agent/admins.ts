@@ -1,3 +1,4 @@
+import { commaList } from '../env-vars.js';
 import { ConfigError } from '../errors.js';
 
 const VARIABLE = 'THREADLINE_ADMINS';
@@ -29,7 +30,7 @@ export class Admins {
 
   /** Parses the variable's value; a malformed entry is a ConfigError naming the variable. */
   static parse(value: string | undefined): Admins {
-    const items = (value ?? '').split(',').map((item) => item.trim()).filter((item) => item !== '');
+    const items = commaList(value);
     if (items.length === 0) return Admins.NOBODY;
     if (items.includes('*')) {
       if (items.length > 1) throw new ConfigError(VARIABLE, '"*" (everyone) stands alone, without other entries');

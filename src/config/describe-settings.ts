@@ -3,6 +3,7 @@
  * the default. Secrets show as `(set)`, lists of people as how many entries they hold, and
  * URLs keep origin and path only, so the output can be pasted into an issue.
  */
+import { commaList } from '../env-vars.js';
 import { ConfigError } from '../errors.js';
 import { safeUrl } from '../telemetry/redact-secrets.js';
 import { checkConfiguration, readSetting } from './check-configuration.js';
@@ -81,7 +82,7 @@ function shownValue(env: NodeJS.ProcessEnv, name: SettingName, setting: Setting,
 
 /** How many comma-separated entries, not which; `*` (everyone) names nobody and shows as itself. */
 function entryCount(value: string | undefined): string | undefined {
-  const entries = (value ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  const entries = commaList(value);
   if (entries.length === 0) return undefined;
   if (entries.length === 1 && entries[0] === '*') return '*';
   return `(${entries.length} ${entries.length === 1 ? 'entry' : 'entries'})`;

@@ -1,4 +1,5 @@
 import { readChoice, readFlag, readInteger, readText, readUrl } from '../config/read-setting.js';
+import { commaList } from '../env-vars.js';
 import { VERSION } from '../version.js';
 import { ConfigError } from '../errors.js';
 import {
@@ -127,7 +128,7 @@ function metricsConfig(env: NodeJS.ProcessEnv): MetricsConfig {
 function propagators(env: NodeJS.ProcessEnv): readonly PropagatorName[] {
   const name = 'OTEL_PROPAGATORS';
   const value = readText(env, name);
-  const names = [...new Set(value.split(',').map((entry) => entry.trim().toLowerCase()).filter((entry) => entry !== ''))];
+  const names = [...new Set(commaList(value.toLowerCase()))];
   for (const entry of names) {
     if (!PROPAGATOR_NAMES.includes(entry as PropagatorName)) {
       throw new ConfigError(name, `"${entry}" is not one of ${PROPAGATOR_NAMES.join(', ')}`);
@@ -144,7 +145,7 @@ function exporterKind(env: NodeJS.ProcessEnv): TraceExporterKind {
 }
 
 function keyList(name: string, value: string): readonly string[] {
-  const keys = value.split(',').map((key) => key.trim()).filter((key) => key !== '');
+  const keys = commaList(value);
   for (const key of keys) {
     if (!OUTBOUND_KEYS.includes(key)) {
       throw new ConfigError(name, `"${key}" cannot be sent as baggage; choose from ${OUTBOUND_KEYS.join(', ')}`);
