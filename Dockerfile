@@ -14,6 +14,8 @@ COPY src ./src
 RUN npm run build && npm prune --omit=dev
 
 FROM node:24-slim
+# espeak-ng and opusenc: the tts tool's engine and encoder; without them /tts says what is missing.
+RUN apt-get update && apt-get install -y --no-install-recommends espeak-ng opus-tools && rm -rf /var/lib/apt/lists/*
 # HOST=0.0.0.0 needs THREADLINE_WEBHOOK_TOKEN at run time (docker run -e), never baked into
 # the image: without it the gateway refuses to start.
 ENV NODE_ENV=production \

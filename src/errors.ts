@@ -113,6 +113,30 @@ export const ERROR_CODES = {
     status: 502,
     summary: 'A delivery attempt failed for now (network, 5xx, 429); it stays in the outbox and is retried.',
   },
+  TL_TOOL_INPUT: {
+    status: 400,
+    summary: 'A tool or command was given input it cannot use (a bad cron expression, an absurd interval, an unknown command); the message says what is expected.',
+  },
+  TL_TOOL_DISABLED: {
+    status: 403,
+    summary: 'The tool is off in this gateway (the terminal without THREADLINE_TERMINAL=1).',
+  },
+  TL_TOOL_LIMIT: {
+    status: 429,
+    summary: 'A chat, or the gateway, has as many background commands or scheduled jobs as its cap allows; end or remove one first.',
+  },
+  TL_TOOL_UNAVAILABLE: {
+    status: 503,
+    summary: 'A tool needs a program this host lacks (espeak-ng, opusenc); the message names it and how to install it.',
+  },
+  TL_TOOL_FAILED: {
+    status: 500,
+    summary: 'A tool failed while running; the message says how, and its execute_tool span holds the error.',
+  },
+  TL_LLM_FAILED: {
+    status: 502,
+    summary: 'The model endpoint (THREADLINE_LLM_BASE_URL) refused or failed a request; the turn is answered with the trace id.',
+  },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

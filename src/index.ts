@@ -1,7 +1,7 @@
 export * from './errors.js';
 export * from './session/index.js';
 export type { Agent, Turn } from './agent/agent.js';
-export { EchoAgent } from './agent/echo-agent.js';
+export { CommandAgent, HELP_TEXT } from './agent/command-agent.js';
 export { commandOf } from './agent/command.js';
 export type { Platform, InboundMessage, OutboundMessage, Intake, AcceptedMessage, Idempotency } from './platforms/platform.js';
 export type { Store } from './store/store.js';

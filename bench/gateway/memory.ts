@@ -9,7 +9,7 @@ import { trace } from '@opentelemetry/api';
 import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { ExportResultCode } from '@opentelemetry/core';
 import { pino } from 'pino';
-import { EchoAgent } from '../../src/agent/echo-agent.js';
+import { CommandAgent } from '../../src/agent/command-agent.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import type { OutboundMessage, Platform } from '../../src/platforms/platform.js';
 import { inboundContext } from '../../src/session/index.js';
@@ -48,7 +48,7 @@ const store = await SqliteStore.open(join(dir, 'bench.db'), { doneMs: 0, failedM
 const gateway = new Gateway({
   store,
   platforms: [sink],
-  agent: new EchoAgent(),
+  agent: new CommandAgent(new Map()),
   logger: pino({ level: 'silent' }),
   concurrency: 64,
   queueCapacity: window * 2,

@@ -1,5 +1,5 @@
 import type { Session } from '../session/index.js';
-import type { Destination } from '../deliveries/delivery.js';
+import type { Attachment, Destination } from '../deliveries/delivery.js';
 
 /** One turn: a message of a session, and what the agent may do in answer. */
 export interface Turn {
@@ -10,8 +10,8 @@ export interface Turn {
   readonly traceId: string;
   /** Aborted by /stop or shutdown; long work should watch it. */
   readonly signal: AbortSignal;
-  /** Replies to the chat and thread the message came from. */
-  reply(text: string): Promise<void>;
+  /** Replies to the chat and thread the message came from, with a file if given (a voice note). */
+  reply(text: string, options?: { readonly attachment?: Attachment | undefined }): Promise<void>;
   /** Makes this chat and thread the platform's home channel (target of `home` deliveries). */
   setHome(): Promise<Destination>;
   /** Starts a new conversation in this chat: later messages get a new session id. */

@@ -15,7 +15,9 @@ export type SettingGroup =
   | 'traces'
   | 'metrics'
   | 'propagation'
-  | 'privacy';
+  | 'privacy'
+  | 'tools'
+  | 'llm';
 
 /** The groups in the order the docs and `threadline config` show them, with their headings. */
 export const SETTING_GROUPS: Readonly<Record<SettingGroup, string>> = {
@@ -29,6 +31,8 @@ export const SETTING_GROUPS: Readonly<Record<SettingGroup, string>> = {
   metrics: 'Metrics',
   propagation: 'Propagation and baggage',
   privacy: 'Privacy and logs',
+  tools: 'Tools and background work',
+  llm: 'LLM agent',
 };
 
 interface SettingBase {
@@ -561,6 +565,156 @@ export const SETTINGS = {
     group: 'privacy',
     default: false,
     description: '`1`: log chat and user names instead of redacting them (plain privacy only)',
+  },
+
+  // Tools and background work
+  THREADLINE_TERMINAL: {
+    kind: 'flag',
+    group: 'tools',
+    default: false,
+    description: '`1`: enable the terminal tool (`/run`, `/jobs`, `/kill`), which runs shell commands on this host as the gateway\'s user; admins only',
+  },
+  THREADLINE_TERMINAL_TIMEOUT_S: {
+    kind: 'integer',
+    group: 'tools',
+    default: 60,
+    min: 1,
+    max: 3600,
+    description: 'a foreground command is killed (its whole process group) after this many seconds',
+  },
+  THREADLINE_TERMINAL_TAIL_CHARS: {
+    kind: 'integer',
+    group: 'tools',
+    default: 3000,
+    min: 100,
+    max: 30_000,
+    description: 'the tail of a command\'s output shown in a reply or notification, in characters',
+  },
+  THREADLINE_TERMINAL_OUTPUT_MAX_BYTES: {
+    kind: 'integer',
+    group: 'tools',
+    default: 16 * MIB,
+    min: 64 * 1024,
+    max: 2 ** 34,
+    description: 'a background command\'s output file stops growing at this size (later writes fail with EFBIG); the notification says so',
+  },
+  THREADLINE_TERMINAL_MIN_CHECK_INTERVAL_S: {
+    kind: 'integer',
+    group: 'tools',
+    default: 30,
+    min: 1,
+    max: 86_400,
+    description: 'the shortest `check_interval` (`/run --every`) a background command may ask for',
+  },
+  THREADLINE_TERMINAL_MAX_PER_CHAT: {
+    kind: 'integer',
+    group: 'tools',
+    default: 10,
+    min: 1,
+    max: 100_000,
+    description: 'background commands one chat may have running (or ended and not yet reported)',
+  },
+  THREADLINE_TERMINAL_MAX_TOTAL: {
+    kind: 'integer',
+    group: 'tools',
+    default: 200,
+    min: 1,
+    max: 100_000,
+    description: 'background commands the gateway may have running (or ended and not yet reported) in all',
+  },
+  THREADLINE_CRON_MAX_PER_CHAT: {
+    kind: 'integer',
+    group: 'tools',
+    default: 25,
+    min: 1,
+    max: 100_000,
+    description: 'reminders and cron jobs one chat may have scheduled',
+  },
+  THREADLINE_CRON_MAX_TOTAL: {
+    kind: 'integer',
+    group: 'tools',
+    default: 10_000,
+    min: 1,
+    max: 1_000_000,
+    description: 'reminders and cron jobs the gateway may have scheduled in all',
+  },
+  THREADLINE_SKILLS_DIR: {
+    kind: 'text',
+    group: 'tools',
+    default: undefined,
+    defaultText: '`$THREADLINE_DATA_DIR/skills`',
+    format: 'a directory',
+    description: 'where skills live: Markdown files with YAML front matter (`name`, `description`, `platforms`)',
+  },
+  THREADLINE_SKILLS_DISABLED: {
+    kind: 'text',
+    group: 'tools',
+    default: undefined,
+    defaultText: 'none',
+    format: 'comma-separated `platform:skill` (`*:skill` for every platform)',
+    description: 'skills left out of the system prompt and `/skills` on a platform',
+  },
+  THREADLINE_TTS_VOICE: {
+    kind: 'text',
+    group: 'tools',
+    default: 'en',
+    format: 'an espeak-ng voice name',
+    description: 'the voice `/tts` speaks with (`espeak-ng --voices` lists them)',
+  },
+  THREADLINE_TTS_MAX_CHARS: {
+    kind: 'integer',
+    group: 'tools',
+    default: 1000,
+    min: 1,
+    max: 10_000,
+    description: 'the longest text `/tts` speaks; the audio must also fit in 1 MiB',
+  },
+
+  // LLM agent
+  THREADLINE_LLM_BASE_URL: {
+    kind: 'url',
+    group: 'llm',
+    default: undefined,
+    defaultText: 'unset (no LLM: the default agent echoes)',
+    description: 'an OpenAI-compatible API (e.g. `https://api.openai.com/v1`); set, text that is not a command goes to the model',
+  },
+  THREADLINE_LLM_MODEL: {
+    kind: 'text',
+    group: 'llm',
+    default: 'gpt-4o-mini',
+    format: 'a model name',
+    description: 'the model asked for (`gen_ai.request.model`)',
+  },
+  THREADLINE_LLM_API_KEY: {
+    kind: 'text',
+    group: 'llm',
+    default: undefined,
+    secret: true,
+    description: 'the API key sent as a bearer token; never logged or put on spans',
+  },
+  THREADLINE_LLM_TIMEOUT_MS: {
+    kind: 'integer',
+    group: 'llm',
+    default: 60_000,
+    min: 1_000,
+    max: 600_000,
+    description: 'one model request may take this long',
+  },
+  THREADLINE_LLM_MAX_TOOL_ROUNDS: {
+    kind: 'integer',
+    group: 'llm',
+    default: 8,
+    min: 1,
+    max: 50,
+    description: 'model requests one turn may make (each answer with tool calls takes another)',
+  },
+  THREADLINE_LLM_HISTORY_MESSAGES: {
+    kind: 'integer',
+    group: 'llm',
+    default: 40,
+    min: 2,
+    max: 1_000,
+    description: 'messages of a session\'s history kept in the store and sent to the model',
   },
 } as const satisfies Record<string, Setting>;
 

@@ -17,6 +17,17 @@ export type DeliveryKind = 'reply' | 'notification' | 'cron' | 'send';
  */
 export type DeliveryStatus = 'pending' | 'sending' | 'done' | 'failed';
 
+/** The largest attachment a delivery may carry: 1 MiB of file, before base64. */
+export const MAX_ATTACHMENT_BYTES = 1024 * 1024;
+
+/** A file sent with a delivery: a voice note (`audio/ogg`, Opus) from the tts tool, say. */
+export interface Attachment {
+  readonly filename: string;
+  readonly contentType: string;
+  /** The file's bytes, base64 (standard alphabet, padded): plain JSON for the store and the webhook. */
+  readonly dataBase64: string;
+}
+
 /** One outbound message. `id` is its idempotency key, stable across retries and restarts. */
 export interface Delivery {
   readonly id: string;
@@ -24,6 +35,7 @@ export interface Delivery {
   readonly destination: Destination;
   readonly text: string;
   readonly inReplyTo?: string;
+  readonly attachment?: Attachment;
   /** The routing of the work that produced it (see the misroute guard). */
   readonly origin: RoutingSnapshot;
   /** Attempts made in the current series (a retry from the CLI starts a new one). */

@@ -136,6 +136,7 @@ export class Outbox {
           destination: delivery.destination,
           text: delivery.text,
           ...(delivery.inReplyTo === undefined ? {} : { inReplyTo: delivery.inReplyTo }),
+          ...(delivery.attachment === undefined ? {} : { attachment: delivery.attachment }),
           traceId: delivery.origin.origin?.traceId ?? span.spanContext().traceId,
         },
         this.shutdown.signal,

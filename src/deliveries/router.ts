@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { ThreadlineError } from '../errors.js';
 import { getSession, recordFailure, type RoutingSnapshot, type Session } from '../session/index.js';
 import type { HomeChannels } from '../store/store.js';
-import { formatDestination, parseDestination, type DeliveryKind, type Destination } from './delivery.js';
+import { MAX_ATTACHMENT_BYTES, formatDestination, parseDestination, type Attachment, type DeliveryKind, type Destination } from './delivery.js';
 import { deliveryAttributes, type Outbox } from './outbox.js';
 import { destinationOf, routingMismatch } from './routing-mismatch.js';
 import type { GatewayMetrics } from '../telemetry/gateway-metrics.js';
@@ -18,6 +18,7 @@ export interface DeliveryRequest {
   /** Default: origin. */
   readonly target?: Target;
   readonly inReplyTo?: string | undefined;
+  readonly attachment?: Attachment | undefined;
   /** The routing captured where the work began; the misroute guard compares against it. */
   readonly origin: RoutingSnapshot;
 }
@@ -54,6 +55,9 @@ export class DeliveryRouter {
    */
   async deliver(request: DeliveryRequest): Promise<void> {
     const target = request.target ?? ORIGIN;
+    if (request.attachment !== undefined && attachmentBytes(request.attachment) > MAX_ATTACHMENT_BYTES) {
+      throw new ThreadlineError('TL_TOOL_INPUT', `An attachment may hold ${MAX_ATTACHMENT_BYTES} bytes; ${request.attachment.filename} is larger`);
+    }
     const origin = request.origin.session as Session;
     const destination = await this.resolve(target, origin);
     return tracer.startActiveSpan('gateway.deliver', { kind: SpanKind.CLIENT }, async (span) => {
@@ -70,6 +74,7 @@ export class DeliveryRouter {
             destination,
             text: request.text,
             ...(anchored ? { inReplyTo: request.inReplyTo } : {}),
+            ...(request.attachment === undefined ? {} : { attachment: request.attachment }),
             origin: request.origin,
             createdAt: Date.now(),
           },
@@ -124,4 +129,11 @@ export class DeliveryRouter {
       );
     }
   }
+}
+
+/** The decoded size of a base64 attachment, without decoding it. */
+function attachmentBytes(attachment: Attachment): number {
+  const { dataBase64 } = attachment;
+  const padding = dataBase64.endsWith('==') ? 2 : dataBase64.endsWith('=') ? 1 : 0;
+  return Math.floor((dataBase64.length * 3) / 4) - padding;
 }

@@ -3,6 +3,7 @@ import { ConfigError } from '../errors.js';
 import { readChoice, readFlag, readInteger, readText, readUrl } from '../config/read-setting.js';
 import { Admins } from '../agent/admins.js';
 import { parseKeepBaggage, type KeepBaggage } from '../session/index.js';
+import { readToolsConfig, type ToolsConfig } from '../tools/tools-config.js';
 
 export interface TelegramConfig {
   readonly token: string;
@@ -50,6 +51,8 @@ export interface GatewayConfig {
   readonly http: HttpLimits;
   /** HOST is off loopback, no webhook token, and THREADLINE_ALLOW_UNAUTHENTICATED=1 accepts that: start-up warns. */
   readonly unauthenticatedOffLoopback: boolean;
+  /** The tools, their caps, and the LLM agent when one is configured. */
+  readonly tools: ToolsConfig;
 }
 
 /** Bounds on HTTP clients, so a slow, silent or numerous one cannot hold the gateway. */
@@ -95,6 +98,7 @@ export function readGatewayConfig(env: NodeJS.ProcessEnv = process.env): Gateway
     shutdownTimeoutMs: readInteger(env, 'THREADLINE_SHUTDOWN_TIMEOUT_MS'),
     http: httpLimits(env),
     unauthenticatedOffLoopback: unauthenticatedOffLoopback(env),
+    tools: readToolsConfig(env, readText(env, 'THREADLINE_DATA_DIR')),
   };
 }
 

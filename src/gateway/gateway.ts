@@ -343,13 +343,14 @@ export class Gateway implements Intake {
         messageId: job.id,
         traceId,
         signal,
-        reply: (text) =>
+        reply: (text, options) =>
           this.router.deliver({
             // Deterministic: a turn replayed after a crash does not send its replies twice.
             id: `${job.id}/${++replies}`,
             kind: 'reply',
             text,
             inReplyTo: job.session.messageId,
+            attachment: options?.attachment,
             origin: job.routing,
           }),
         setHome: async () => {

@@ -3,7 +3,11 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Agent } from '../agent/agent.js';
 import { ThreadlineError, messageOf } from '../errors.js';
-import { EchoAgent } from '../agent/echo-agent.js';
+import { CommandAgent } from '../agent/command-agent.js';
+import { LlmAgent } from '../agent/llm/llm-agent.js';
+import { systemClock, type Clock } from '../tools/clock.js';
+import type { Deliverer } from '../tools/deliver-later.js';
+import { createToolbox, type Toolbox } from '../tools/toolbox.js';
 import type { Platform } from '../platforms/platform.js';
 import { SlackPlatform } from '../platforms/slack/slack-platform.js';
 import { TelegramPlatform } from '../platforms/telegram/telegram-platform.js';
@@ -21,6 +25,12 @@ export interface RunningGateway {
   readonly gateway: Gateway;
   readonly server: FastifyInstance;
   readonly platforms: readonly Platform[];
+  /** Its store: messages, the outbox, homes, conversations and what the tools keep. */
+  readonly store: Store;
+  /** The tools, and the background work (watchers, the scheduler) they keep. */
+  readonly toolbox: Toolbox;
+  /** The time background work runs on. */
+  readonly clock: Clock;
   /** Stops intake, finishes work, closes the server and store, all within the shutdown timeout (see stopGateway). */
   stop(): Promise<void>;
 }
@@ -29,8 +39,10 @@ export interface GatewayParts {
   readonly logger: Logger;
   /** Default: SQLite in the data dir. */
   readonly store?: Store;
-  /** Default: EchoAgent. */
-  readonly agent?: Agent;
+  /** Default: the command agent, behind the LLM agent when THREADLINE_LLM_BASE_URL is set. Given the toolbox when a function. */
+  readonly agent?: Agent | ((toolbox: Toolbox) => Agent);
+  /** Default: the system clock. A test passes a ManualClock to move reminders and progress checks on. */
+  readonly clock?: Clock;
 }
 
 /**
@@ -68,10 +80,19 @@ async function assemble(config: GatewayConfig, parts: GatewayParts, store: Store
   const platforms: Platform[] = [new WebhookPlatform({ ...config.webhook, idempotencyTtlMs: config.webhookIdempotencyMs, logger, keepBaggage: config.inboundBaggage })];
   if (config.telegram !== undefined) platforms.push(new TelegramPlatform({ ...config.telegram, logger, keepBaggage: config.inboundBaggage }));
   if (config.slack !== undefined) platforms.push(new SlackPlatform({ ...config.slack, logger, keepBaggage: config.inboundBaggage }));
+  const clock = parts.clock ?? systemClock;
+  // The router exists once the gateway does; tools only deliver after start(), so this late binding is safe.
+  let router: Deliverer | undefined;
+  const deliverer: Deliverer = { deliver: (request) => router!.deliver(request) };
+  const toolbox = createToolbox(
+    { deliverer, store, clock, logger, dataDir: config.dataDir, platforms: new Set(platforms.map(({ name }) => name)) },
+    config.tools,
+  );
+  const agent = typeof parts.agent === 'function' ? parts.agent(toolbox) : (parts.agent ?? defaultAgent(config, toolbox, store, logger));
   const gateway = new Gateway({
     store,
     platforms,
-    agent: parts.agent ?? new EchoAgent(),
+    agent,
     logger,
     concurrency: config.concurrency,
     queueCapacity: config.queueCapacity,
@@ -88,6 +109,7 @@ async function assemble(config: GatewayConfig, parts: GatewayParts, store: Store
       maxOpenTotal: config.outboxMaxPending,
     },
   });
+  router = gateway.router;
   const server = buildServer(gateway, platforms, logger, config.http);
   const address = await server.listen({ port: config.port, host: config.host }).catch((error: unknown) => {
     const code = (error as { code?: unknown } | null)?.code;
@@ -97,7 +119,9 @@ async function assemble(config: GatewayConfig, parts: GatewayParts, store: Store
   });
   try {
     await gateway.start();
+    await toolbox.start();
   } catch (error) {
+    await toolbox.stop().catch(() => {});
     // The outbox's loop may be running already: stopped, it no longer knocks on a closed store.
     await gateway.stop(0).catch(() => {});
     await server.close();
@@ -109,6 +133,24 @@ async function assemble(config: GatewayConfig, parts: GatewayParts, store: Store
     gateway,
     server,
     platforms,
-    stop: () => stopGateway({ platforms, gateway, server, store }, config.shutdownTimeoutMs, logger).finally(unlock),
+    store,
+    toolbox,
+    clock,
+    stop: () => stopGateway({ platforms, background: toolbox, gateway, server, store }, config.shutdownTimeoutMs, logger).finally(unlock),
   };
+}
+
+/** The command agent; with a model configured, the LLM agent in front of it. */
+function defaultAgent(config: GatewayConfig, toolbox: Toolbox, store: Store, logger: Logger): Agent {
+  const commands = new CommandAgent(toolbox.tools);
+  const { llm } = config.tools;
+  if (llm === undefined) return commands;
+  return new LlmAgent({
+    config: llm,
+    tools: [...toolbox.tools.values()],
+    history: store.history,
+    systemPrompt: () => toolbox.skills.systemPrompt(),
+    commands,
+    logger,
+  });
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { InboundTrace, SessionInput } from '../session/index.js';
-import type { DeliveryKind, Destination } from '../deliveries/delivery.js';
+import type { Attachment, DeliveryKind, Destination } from '../deliveries/delivery.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -54,6 +54,8 @@ export interface OutboundMessage {
   readonly text: string;
   /** The platform message id to reply to (the reply anchor), when there is one. */
   readonly inReplyTo?: string;
+  /** A file to send with (or instead of) the text: Telegram sends audio/ogg as a voice note, Slack uploads it, the webhook carries it. */
+  readonly attachment?: Attachment;
   readonly traceId: string;
 }
 

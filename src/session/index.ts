@@ -16,6 +16,7 @@ export {
   bindToSession,
 } from './run-with-session.js';
 export { sessionEnv, childProcessEnv, SESSION_ENV, type SessionEnvName } from './session-env.js';
+export { currentSession } from './current-session.js';
 export { captureRouting, resumeRouting, runResumed, type RoutingSnapshot, type ResumedRouting } from './snapshot.js';
 export { injectSession, extractSession, SESSION_CARRIER_FIELD, type Carrier } from './carrier.js';
 export {

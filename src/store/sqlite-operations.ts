@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { ThreadlineError, messageOf } from '../errors.js';
 import { NEXT_AT, createSchema } from './sqlite-schema.js';
+import type { BackgroundCaps, CappedAdd } from './store.js';
 
 /**
  * Finished deliveries and expired intake keys deleted per prune: a day's worth in one DELETE
@@ -15,11 +16,16 @@ const PRUNE_BACKLOG_INTERVAL_MS = 10;
 /** How long a writer waits for another connection's write (the CLI's, say) before failing. */
 const BUSY_TIMEOUT_MS = 5_000;
 
+/** History entries older than this are pruned: a session not seen for a month starts afresh. */
+export const HISTORY_RETENTION_MS = 30 * 24 * 3600_000;
+
 export interface Retention {
   /** How long done deliveries are kept, so a turn replayed that late finds its replies sent. */
   readonly doneMs: number;
   /** How long failed deliveries (dead letters) are kept for listing and retrying. */
   readonly failedMs: number;
+  /** How long history entries are kept; HISTORY_RETENTION_MS when not given. */
+  readonly historyMs?: number;
 }
 
 export interface MessageRow {
@@ -44,6 +50,47 @@ export interface DeliveryRow {
   last_error: string | null;
   created_at: number;
   finished_at: number | null;
+  /** An Attachment as JSON. */
+  attachment: string | null;
+}
+
+/** A processes row; named parameters of its INSERT too. */
+export interface ProcessRow {
+  id: string;
+  origin: string;
+  destination: string;
+  command: string;
+  pid: number;
+  started_at: number;
+  notify_on_complete: number;
+  check_interval_ms: number | null;
+  progress_sent: number;
+  ended_at: number | null;
+  exit_code: number | null;
+  exit_signal: string | null;
+  exit_note: string | null;
+}
+
+/** A schedules row; named parameters of its INSERT too. */
+export interface ScheduleRow {
+  id: string;
+  origin: string;
+  destination: string;
+  target: string;
+  text: string;
+  cron: string | null;
+  timezone: string | null;
+  next_at: number;
+  created_at: number;
+}
+
+/** A history row as written (without its `seq`) and read back. */
+export interface HistoryRow {
+  role: string;
+  text: string;
+  source: string | null;
+  extra: string | null;
+  at: number;
 }
 
 /** What intake checks in the transaction that appends a message, as the store's connection takes it. */
@@ -84,7 +131,12 @@ export function openDatabase(path: string): Database.Database {
   }
 }
 
-const DELIVERY_COLUMNS = `id, kind, destination, text, in_reply_to, origin, status, attempts, attempts_since, due_at, lease_until, last_error, created_at, finished_at`;
+const DELIVERY_COLUMNS = `id, kind, destination, text, in_reply_to, origin, status, attempts, attempts_since, due_at, lease_until, last_error, created_at, finished_at, attachment`;
+const PROCESS_COLUMNS = `id, origin, destination, command, pid, started_at, notify_on_complete, check_interval_ms, progress_sent, ended_at, exit_code, exit_signal, exit_note`;
+const SCHEDULE_COLUMNS = `id, origin, destination, target, text, cron, timezone, next_at, created_at`;
+const HISTORY_COLUMNS = `role, text, source, extra, at`;
+/** Longest exit note kept: it explains an end, it is not the command's output. */
+const MAX_EXIT_NOTE = 1000;
 
 /**
  * Every statement the store runs, prepared once, as functions of plain values: they are
@@ -118,8 +170,8 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
        UNION ALL SELECT MIN(attempts_since) FROM deliveries WHERE head = 1 AND status = 'sending')`,
   );
   const addDelivery = statement(
-    `INSERT OR IGNORE INTO deliveries (id, kind, destination, text, in_reply_to, origin, status, head, attempts, attempts_since, due_at, lease_until, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
+    `INSERT OR IGNORE INTO deliveries (id, kind, destination, text, in_reply_to, origin, status, head, attempts, attempts_since, due_at, lease_until, created_at, attachment)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`,
   );
   const claim = statement<DeliveryRow>(
     `UPDATE deliveries SET status = 'sending', lease_until = ?
@@ -165,6 +217,8 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
     `DELETE FROM deliveries WHERE rowid IN (SELECT rowid FROM deliveries WHERE status = 'failed' AND finished_at < ? LIMIT ${PRUNE_BATCH})`,
   );
   const pruneKeys = statement(`DELETE FROM intake_keys WHERE key IN (SELECT key FROM intake_keys WHERE expires_at <= ? LIMIT ${PRUNE_BATCH})`);
+  const pruneHistory = statement(`DELETE FROM history WHERE seq IN (SELECT seq FROM history WHERE at < ? LIMIT ${PRUNE_BATCH})`);
+  const historyMs = retention.historyMs ?? HISTORY_RETENTION_MS;
   const getHome = statement<{ destination: string }>('SELECT destination FROM homes WHERE platform = ?');
   const setHome = statement(
     'INSERT INTO homes (platform, destination) VALUES (?, ?) ON CONFLICT (platform) DO UPDATE SET destination = excluded.destination',
@@ -173,6 +227,8 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
   const nextEpoch = statement<{ epoch: number }>(
     'INSERT INTO conversations (key, epoch) VALUES (?, 1) ON CONFLICT (key) DO UPDATE SET epoch = epoch + 1 RETURNING epoch',
   );
+
+  const tools = toolOperations(db);
 
   const open = (destination: string): number => openOf.get(destination)?.open ?? 0;
   /** Finishes a delivery being sent under `leaseUntil`; true when the next of its destination became its head. */
@@ -189,6 +245,7 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
       pruneDone.run(now - retention.doneMs).changes,
       pruneFailed.run(now - retention.failedMs).changes,
       pruneKeys.run(now).changes,
+      pruneHistory.run(now - historyMs).changes,
     ];
     nextPrune = now + (deleted.some((n) => n === PRUNE_BATCH) ? PRUNE_BACKLOG_INTERVAL_MS : PRUNE_INTERVAL_MS);
   };
@@ -219,9 +276,19 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
      * Records a delivery. With nothing of its destination open it is that destination's head
      * and is claimed at once (`claimed`: the caller sends it now); otherwise it waits its turn.
      */
-    addDelivery(id: string, kind: string, destination: string, text: string, inReplyTo: string | null, origin: string, now: number, leaseUntil: number): AddResult {
+    addDelivery(
+      id: string,
+      kind: string,
+      destination: string,
+      text: string,
+      inReplyTo: string | null,
+      origin: string,
+      now: number,
+      leaseUntil: number,
+      attachment: string | null = null,
+    ): AddResult {
       const head = open(destination) === 0;
-      const added = addDelivery.run(id, kind, destination, text, inReplyTo, origin, head ? 'sending' : 'pending', head ? 1 : 0, now, now, head ? leaseUntil : null, now);
+      const added = addDelivery.run(id, kind, destination, text, inReplyTo, origin, head ? 'sending' : 'pending', head ? 1 : 0, now, now, head ? leaseUntil : null, now, attachment);
       return added.changes === 0 ? 'exists' : head ? 'claimed' : 'queued';
     },
     /**
@@ -267,6 +334,113 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
     },
     epoch: (key: string): number => getEpoch.get(key)?.epoch ?? 0,
     nextEpoch: (key: string): number => nextEpoch.get(key)!.epoch,
+    ...tools,
+  };
+}
+
+/**
+ * The statements of the tools' tables (processes, schedules, history). None of them runs on
+ * a message's way from intake to its reply: only tools call these.
+ */
+function toolOperations(db: Database.Database) {
+  const statement = <Row = unknown>(sql: string) => db.prepare<unknown[], Row>(sql);
+  const countOf = (table: string) => ({
+    mine: statement<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE destination = ?`),
+    total: statement<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`),
+  });
+  /** Inserts the row unless its destination's or the table's count is at its cap, in the caller's transaction. */
+  const capped = <Row extends { destination: string }>(table: string, columns: string) => {
+    const counts = countOf(table);
+    const insert = statement(`INSERT INTO ${table} (${columns}) VALUES (${columns.split(', ').map((column) => `@${column}`).join(', ')})`);
+    return (row: Row, caps: BackgroundCaps): CappedAdd => {
+      const mine = counts.mine.get(row.destination)!.n;
+      if (mine >= caps.maxPerDestination) return { status: 'full', scope: 'destination', open: mine };
+      // Caps are small and nothing is added past them: counting the table costs that many entries at most.
+      const total = counts.total.get()!.n;
+      if (total >= caps.maxTotal) return { status: 'full', scope: 'total', open: total };
+      insert.run(row);
+      return { status: 'added' };
+    };
+  };
+
+  const addProcess = capped<ProcessRow>('processes', PROCESS_COLUMNS);
+  const getProcess = statement<ProcessRow>(`SELECT ${PROCESS_COLUMNS} FROM processes WHERE id = ?`);
+  const allProcesses = statement<ProcessRow>(`SELECT ${PROCESS_COLUMNS} FROM processes ORDER BY rowid`);
+  const processesOf = statement<ProcessRow>(`SELECT ${PROCESS_COLUMNS} FROM processes WHERE destination = ? ORDER BY rowid`);
+  const processEnded = statement(`UPDATE processes SET ended_at = ?, exit_code = ?, exit_signal = ?, exit_note = ? WHERE id = ?`);
+  const processProgressed = statement(`UPDATE processes SET progress_sent = ? WHERE id = ?`);
+  const removeProcess = statement(`DELETE FROM processes WHERE id = ?`);
+
+  const addSchedule = capped<ScheduleRow>('schedules', SCHEDULE_COLUMNS);
+  const dueSchedules = statement<ScheduleRow>(`SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE next_at <= ? ORDER BY next_at, id LIMIT ?`);
+  const nextScheduleAt = statement<{ at: number | null }>(`SELECT MIN(next_at) AS at FROM schedules`);
+  const schedulesOf = statement<ScheduleRow>(`SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE destination = ? ORDER BY next_at, id`);
+  const getSchedule = statement<ScheduleRow>(`SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE id = ?`);
+  // Compare-and-set on next_at: of two runners of the same run, only the first moves it.
+  const rescheduled = statement(`UPDATE schedules SET next_at = ? WHERE id = ? AND next_at = ?`);
+  const finishedSchedule = statement(`DELETE FROM schedules WHERE id = ? AND next_at = ?`);
+  const removeSchedule = statement(`DELETE FROM schedules WHERE id = ?`);
+
+  const appendHistory = statement(
+    `INSERT INTO history (session_id, destination, role, text, source, extra, at) VALUES (@session_id, @destination, @role, @text, @source, @extra, @at)`,
+  );
+  // Everything up to the `keep`+1-th newest goes; each query names its partial index's condition.
+  const trimSession = statement(
+    `DELETE FROM history WHERE session_id = @session_id AND seq <= (
+       SELECT seq FROM history WHERE session_id = @session_id ORDER BY seq DESC LIMIT 1 OFFSET @keep)`,
+  );
+  const trimMirrored = statement(
+    `DELETE FROM history WHERE session_id IS NULL AND destination = @destination AND seq <= (
+       SELECT seq FROM history WHERE session_id IS NULL AND destination = @destination ORDER BY seq DESC LIMIT 1 OFFSET @keep)`,
+  );
+  const recentHistory = statement<HistoryRow>(
+    `SELECT ${HISTORY_COLUMNS} FROM (
+       SELECT seq, ${HISTORY_COLUMNS} FROM (SELECT seq, ${HISTORY_COLUMNS} FROM history WHERE session_id = @session_id ORDER BY seq DESC LIMIT @limit)
+       UNION ALL
+       SELECT seq, ${HISTORY_COLUMNS} FROM (
+         SELECT seq, ${HISTORY_COLUMNS} FROM history WHERE session_id IS NULL AND destination = @destination ORDER BY seq DESC LIMIT @limit)
+       ORDER BY seq DESC LIMIT @limit)
+     ORDER BY seq`,
+  );
+
+  return {
+    /** Adds a background process unless a cap refuses it; a duplicate id fails the call. */
+    addProcess,
+    getProcess: (id: string): ProcessRow | undefined => getProcess.get(id),
+    allProcesses: (): ProcessRow[] => allProcesses.all(),
+    processesOf: (destination: string): ProcessRow[] => processesOf.all(destination),
+    processEnded(id: string, endedAt: number, code: number | null, signal: string | null, note: string | null): void {
+      processEnded.run(endedAt, code, signal, note?.slice(0, MAX_EXIT_NOTE) ?? null, id);
+    },
+    processProgressed(id: string, progressSent: number): void {
+      processProgressed.run(progressSent, id);
+    },
+    removeProcess(id: string): void {
+      removeProcess.run(id);
+    },
+    /** Adds a reminder or cron job unless a cap refuses it; a duplicate id fails the call. */
+    addSchedule,
+    dueSchedules: (now: number, limit: number): ScheduleRow[] => dueSchedules.all(now, limit),
+    nextScheduleAt: (): number | undefined => nextScheduleAt.get()?.at ?? undefined,
+    schedulesOf: (destination: string): ScheduleRow[] => schedulesOf.all(destination),
+    getSchedule: (id: string): ScheduleRow | undefined => getSchedule.get(id),
+    /** Due again at `nextAt`, or removed when null, if still due at `ranAt`; true when it changed. */
+    advanceSchedule: (id: string, ranAt: number, nextAt: number | null): boolean =>
+      (nextAt === null ? finishedSchedule.run(id, ranAt) : rescheduled.run(nextAt, id, ranAt)).changes === 1,
+    removeSchedule: (id: string): boolean => removeSchedule.run(id).changes === 1,
+    /** Appends a session's entries in order and keeps its newest `keep`. */
+    appendHistory(sessionId: string, destination: string, entries: readonly HistoryRow[], keep: number): void {
+      for (const entry of entries) appendHistory.run({ session_id: sessionId, destination, ...entry });
+      trimSession.run({ session_id: sessionId, keep });
+    },
+    /** Stores an entry every session of the destination sees, and keeps the destination's newest `keep` of them. */
+    mirrorHistory(destination: string, entry: HistoryRow, keep: number): void {
+      appendHistory.run({ session_id: null, destination, ...entry });
+      trimMirrored.run({ destination, keep });
+    },
+    /** The newest `limit` of the session's entries and the destination's mirrored ones, oldest first. */
+    recentHistory: (sessionId: string, destination: string, limit: number): HistoryRow[] =>
+      recentHistory.all({ session_id: sessionId, destination, limit }),
   };
 }
 

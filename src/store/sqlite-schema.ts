@@ -8,6 +8,57 @@ import { formatDestination, type Destination } from '../deliveries/delivery.js';
 export const NEXT_AT = `(CASE status WHEN 'sending' THEN lease_until ELSE due_at END)`;
 
 /**
+ * What the tools keep, touched by tools alone so a message's way writes none of it. Processes
+ * and schedules are few (capped per destination and in all when added) and counted by their
+ * destination index; history is bounded per session and per destination's mirrored entries
+ * by each write, and by age in the prune loop. `seq` orders history by insertion.
+ */
+const TOOL_TABLES = `
+CREATE TABLE IF NOT EXISTS processes (
+  id TEXT PRIMARY KEY,
+  origin TEXT NOT NULL,
+  destination TEXT NOT NULL,
+  command TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  started_at INTEGER NOT NULL,
+  notify_on_complete INTEGER NOT NULL,
+  check_interval_ms INTEGER,
+  progress_sent INTEGER NOT NULL DEFAULT 0,
+  ended_at INTEGER,
+  exit_code INTEGER,
+  exit_signal TEXT,
+  exit_note TEXT
+);
+CREATE INDEX IF NOT EXISTS processes_destination ON processes (destination);
+CREATE TABLE IF NOT EXISTS schedules (
+  id TEXT PRIMARY KEY,
+  origin TEXT NOT NULL,
+  destination TEXT NOT NULL,
+  target TEXT NOT NULL,
+  text TEXT NOT NULL,
+  cron TEXT,
+  timezone TEXT,
+  next_at INTEGER NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS schedules_next ON schedules (next_at);
+CREATE INDEX IF NOT EXISTS schedules_destination ON schedules (destination, next_at);
+CREATE TABLE IF NOT EXISTS history (
+  seq INTEGER PRIMARY KEY,
+  session_id TEXT,
+  destination TEXT NOT NULL,
+  role TEXT NOT NULL,
+  text TEXT NOT NULL,
+  source TEXT,
+  extra TEXT,
+  at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS history_session ON history (session_id, seq) WHERE session_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS history_mirrored ON history (destination, seq) WHERE session_id IS NULL;
+CREATE INDEX IF NOT EXISTS history_age ON history (at);
+`;
+
+/**
  * Deliveries are per-destination queues. Of the open (pending or sending) deliveries of a
  * destination exactly one is its head, the only one that may be sent, so a chat keeps its
  * order; a claim reads heads through `deliveries_heads` and never walks the rows behind them.
@@ -53,7 +104,8 @@ CREATE TABLE IF NOT EXISTS deliveries (
   lease_until INTEGER,
   last_error TEXT,
   created_at INTEGER NOT NULL,
-  finished_at INTEGER
+  finished_at INTEGER,
+  attachment TEXT
 );
 -- Covering status and attempts_since: the oldest delivery being sent is found among the heads,
 -- so a delivery sent at once and done touches no index kept for that question.
@@ -91,46 +143,58 @@ CREATE TABLE IF NOT EXISTS conversations (
   key TEXT PRIMARY KEY,
   epoch INTEGER NOT NULL
 );
-`;
+${TOOL_TABLES}`;
 
 /** The layout SCHEMA describes, kept in `PRAGMA user_version`; stores below it are moved over first. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** Creates the schema, first moving a store written by an earlier version to it. */
 export function createSchema(db: Database.Database): void {
   db.transaction(() => {
-    if ((db.pragma('user_version', { simple: true }) as number) >= SCHEMA_VERSION) {
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version >= SCHEMA_VERSION) {
       db.exec(SCHEMA);
       return;
     }
-    const columnsOf = (table: string) => db.prepare<[], { name: string }>(`PRAGMA table_info(${table})`).all().map((column) => column.name);
-    const messageColumns = columnsOf('messages');
-    const columns = columnsOf('deliveries');
-    const legacy = columns.length > 0 && !columns.includes('head');
-    if (legacy) {
-      // The oldest stores had no `leased` flag: each of their pending deliveries counts as being sent.
-      if (!columns.includes('leased')) db.exec('ALTER TABLE deliveries ADD COLUMN leased INTEGER NOT NULL DEFAULT 1');
-      db.exec(`DROP INDEX IF EXISTS deliveries_due; DROP INDEX IF EXISTS deliveries_done; DROP INDEX IF EXISTS deliveries_pending_destination;
-        ALTER TABLE deliveries RENAME TO deliveries_legacy;`);
-    }
-    // Messages were a table with rowids, counted in tables of their own; their copy is counted afresh below.
-    if (messageColumns.length > 0) db.exec('ALTER TABLE messages RENAME TO messages_v0');
-    db.exec(`DROP TRIGGER IF EXISTS messages_waiting; DROP TRIGGER IF EXISTS messages_done; DROP TRIGGER IF EXISTS deliveries_opened;
-      DROP TRIGGER IF EXISTS deliveries_reopened; DROP TRIGGER IF EXISTS deliveries_closed;
-      DROP TABLE IF EXISTS messages_open; DROP TABLE IF EXISTS outbox_open; DROP TABLE IF EXISTS outbox_totals;
-      DROP INDEX IF EXISTS deliveries_next; DROP INDEX IF EXISTS deliveries_open_since;`);
-    db.exec(SCHEMA);
-    if (legacy) migrateLegacyDeliveries(db);
-    if (messageColumns.length > 0) {
-      // Messages of earlier versions may have no destination: they count toward no cap.
-      const destination = messageColumns.includes('destination') ? 'destination' : 'NULL';
-      db.exec(`INSERT INTO messages (id, routing, text, received_at, destination)
-        SELECT id, routing, text, received_at, ${destination} FROM messages_v0 ORDER BY rowid;
-        DROP TABLE messages_v0;`);
-    }
-    recount(db);
+    if (version < 1) moveFromVersion0(db);
+    else db.exec(SCHEMA);
+    // Version 2: deliveries may carry an attachment (SCHEMA made the tools' tables).
+    if (!columnsOf(db, 'deliveries').includes('attachment')) db.exec('ALTER TABLE deliveries ADD COLUMN attachment TEXT');
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
+}
+
+function columnsOf(db: Database.Database, table: string): string[] {
+  return db.prepare<[], { name: string }>(`PRAGMA table_info(${table})`).all().map((column) => column.name);
+}
+
+/** Stores without a user_version: counters in tables of their own, and the oldest without heads. */
+function moveFromVersion0(db: Database.Database): void {
+  const messageColumns = columnsOf(db, 'messages');
+  const columns = columnsOf(db, 'deliveries');
+  const legacy = columns.length > 0 && !columns.includes('head');
+  if (legacy) {
+    // The oldest stores had no `leased` flag: each of their pending deliveries counts as being sent.
+    if (!columns.includes('leased')) db.exec('ALTER TABLE deliveries ADD COLUMN leased INTEGER NOT NULL DEFAULT 1');
+    db.exec(`DROP INDEX IF EXISTS deliveries_due; DROP INDEX IF EXISTS deliveries_done; DROP INDEX IF EXISTS deliveries_pending_destination;
+      ALTER TABLE deliveries RENAME TO deliveries_legacy;`);
+  }
+  // Messages were a table with rowids, counted in tables of their own; their copy is counted afresh below.
+  if (messageColumns.length > 0) db.exec('ALTER TABLE messages RENAME TO messages_v0');
+  db.exec(`DROP TRIGGER IF EXISTS messages_waiting; DROP TRIGGER IF EXISTS messages_done; DROP TRIGGER IF EXISTS deliveries_opened;
+    DROP TRIGGER IF EXISTS deliveries_reopened; DROP TRIGGER IF EXISTS deliveries_closed;
+    DROP TABLE IF EXISTS messages_open; DROP TABLE IF EXISTS outbox_open; DROP TABLE IF EXISTS outbox_totals;
+    DROP INDEX IF EXISTS deliveries_next; DROP INDEX IF EXISTS deliveries_open_since;`);
+  db.exec(SCHEMA);
+  if (legacy) migrateLegacyDeliveries(db);
+  if (messageColumns.length > 0) {
+    // Messages of earlier versions may have no destination: they count toward no cap.
+    const destination = messageColumns.includes('destination') ? 'destination' : 'NULL';
+    db.exec(`INSERT INTO messages (id, routing, text, received_at, destination)
+      SELECT id, routing, text, received_at, ${destination} FROM messages_v0 ORDER BY rowid;
+      DROP TABLE messages_v0;`);
+  }
+  recount(db);
 }
 
 /** Counts every destination's waiting messages and open deliveries from the rows themselves. */

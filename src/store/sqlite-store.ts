@@ -1,10 +1,22 @@
 import { LRUCache } from 'lru-cache';
-import { formatDestination, parseDestination, type Delivery, type DeliveryRecord, type Destination } from '../deliveries/delivery.js';
+import { formatDestination, parseDestination, type Attachment, type Delivery, type DeliveryRecord, type Destination } from '../deliveries/delivery.js';
 import { messageOf } from '../errors.js';
 import { sessionIdOfKey, type RoutingSnapshot } from '../session/index.js';
-import type { DeliveryRow, Retention } from './sqlite-operations.js';
+import type { DeliveryRow, HistoryRow, ProcessRow, Retention, ScheduleRow } from './sqlite-operations.js';
 import { SqliteConnection } from './sqlite-connection.js';
-import type { Conversations, HomeChannels, MessageLog, OutboxStore, Store } from './store.js';
+import type {
+  Conversations,
+  HistoryEntry,
+  HistoryLog,
+  HomeChannels,
+  MessageLog,
+  OutboxStore,
+  ProcessRecord,
+  ProcessTable,
+  ScheduleRecord,
+  ScheduleTable,
+  Store,
+} from './store.js';
 
 /** Conversation epochs kept in memory; a miss costs one read. */
 export const EPOCH_CACHE_SIZE = 100_000;
@@ -20,18 +32,25 @@ const DEFAULT_RETENTION: Retention = { doneMs: DONE_RETENTION_MS, failedMs: 7 * 
  * statements together. Completed messages are deleted; done
  * deliveries are kept for `retention.doneMs` (a day) so a replayed turn finds their ids,
  * failed ones for `retention.failedMs` (a week) as dead letters, then pruned in batches.
+ * The tools' tables are bounded by caps (processes, schedules) and by count and age (history).
  */
 export class SqliteStore implements Store {
   readonly messages: MessageLog;
   readonly outbox: OutboxStore;
   readonly homes: HomeChannels;
   readonly conversations: Conversations;
+  readonly processes: ProcessTable;
+  readonly schedules: ScheduleTable;
+  readonly history: HistoryLog;
 
   private constructor(private readonly thread: SqliteConnection) {
     this.messages = messageLog(thread);
     this.outbox = outbox(thread);
     this.homes = homeChannels(thread);
     this.conversations = conversations(thread);
+    this.processes = processTable(thread);
+    this.schedules = scheduleTable(thread);
+    this.history = historyLog(thread);
   }
 
   /** Opens the store, creating it and its directory if needed; TL_STORE_FAILED says why it cannot. */
@@ -94,6 +113,7 @@ function outbox(thread: SqliteConnection): OutboxStore {
         encodeRouting(delivery.origin),
         delivery.createdAt,
         leaseUntil,
+        delivery.attachment === undefined ? null : JSON.stringify(delivery.attachment),
       ),
     claim: async (now, limit, leaseUntil) => {
       const { rows, nextAt } = await thread.call('claim', now, limit, leaseUntil);
@@ -128,6 +148,7 @@ function toRecord(row: DeliveryRow): DeliveryRecord {
     destination: parseDestination(row.destination),
     text: row.text,
     ...(row.in_reply_to === null ? {} : { inReplyTo: row.in_reply_to }),
+    ...(row.attachment === null ? {} : { attachment: JSON.parse(row.attachment) as Attachment }),
     origin: JSON.parse(row.origin) as RoutingSnapshot,
     attempts: row.attempts,
     createdAt: row.created_at,
@@ -178,4 +199,133 @@ function conversations(thread: SqliteConnection): Conversations {
     },
     next: (key) => remember(sessionIdOfKey(key), thread.call('nextEpoch', key)),
   };
+}
+
+function processTable(thread: SqliteConnection): ProcessTable {
+  return {
+    add: (record, caps) => thread.call('addProcess', toProcessRow(record), caps),
+    get: async (id) => {
+      const row = await thread.call('getProcess', id);
+      return row === undefined ? undefined : toProcessRecord(row);
+    },
+    all: async () => (await thread.call('allProcesses')).map(toProcessRecord),
+    ofDestination: async (destination) => (await thread.call('processesOf', formatDestination(destination))).map(toProcessRecord),
+    ended: (id, exit) => thread.call('processEnded', id, exit.endedAt, exit.code ?? null, exit.signal ?? null, exit.note ?? null),
+    progressed: (id, progressSent) => thread.call('processProgressed', id, progressSent),
+    remove: (id) => thread.call('removeProcess', id),
+  };
+}
+
+function toProcessRow(record: ProcessRecord): ProcessRow {
+  return {
+    id: record.id,
+    origin: encodeRouting(record.origin),
+    destination: formatDestination(record.destination),
+    command: record.command,
+    pid: record.pid,
+    started_at: record.startedAt,
+    notify_on_complete: record.notifyOnComplete ? 1 : 0,
+    check_interval_ms: record.checkIntervalMs ?? null,
+    progress_sent: record.progressSent,
+    ended_at: record.exit?.endedAt ?? null,
+    exit_code: record.exit?.code ?? null,
+    exit_signal: record.exit?.signal ?? null,
+    exit_note: record.exit?.note ?? null,
+  };
+}
+
+function toProcessRecord(row: ProcessRow): ProcessRecord {
+  return {
+    id: row.id,
+    origin: JSON.parse(row.origin) as RoutingSnapshot,
+    destination: parseDestination(row.destination),
+    command: row.command,
+    pid: row.pid,
+    startedAt: row.started_at,
+    notifyOnComplete: row.notify_on_complete === 1,
+    ...(row.check_interval_ms === null ? {} : { checkIntervalMs: row.check_interval_ms }),
+    progressSent: row.progress_sent,
+    ...(row.ended_at === null
+      ? {}
+      : {
+          exit: {
+            endedAt: row.ended_at,
+            ...(row.exit_code === null ? {} : { code: row.exit_code }),
+            ...(row.exit_signal === null ? {} : { signal: row.exit_signal }),
+            ...(row.exit_note === null ? {} : { note: row.exit_note }),
+          },
+        }),
+  };
+}
+
+function scheduleTable(thread: SqliteConnection): ScheduleTable {
+  return {
+    add: (record, caps) => thread.call('addSchedule', toScheduleRow(record), caps),
+    due: async (now, limit) => (await thread.call('dueSchedules', now, atLeastZero(limit))).map(toScheduleRecord),
+    nextAt: () => thread.call('nextScheduleAt'),
+    ofDestination: async (destination) => (await thread.call('schedulesOf', formatDestination(destination))).map(toScheduleRecord),
+    get: async (id) => {
+      const row = await thread.call('getSchedule', id);
+      return row === undefined ? undefined : toScheduleRecord(row);
+    },
+    advance: (id, ranAt, nextAt) => thread.call('advanceSchedule', id, ranAt, nextAt ?? null),
+    remove: (id) => thread.call('removeSchedule', id),
+  };
+}
+
+function toScheduleRow(record: ScheduleRecord): ScheduleRow {
+  return {
+    id: record.id,
+    origin: encodeRouting(record.origin),
+    destination: formatDestination(record.destination),
+    target: record.target,
+    text: record.text,
+    cron: record.cron ?? null,
+    timezone: record.timezone ?? null,
+    next_at: record.nextAt,
+    created_at: record.createdAt,
+  };
+}
+
+function toScheduleRecord(row: ScheduleRow): ScheduleRecord {
+  return {
+    id: row.id,
+    origin: JSON.parse(row.origin) as RoutingSnapshot,
+    destination: parseDestination(row.destination),
+    target: row.target,
+    text: row.text,
+    ...(row.cron === null ? {} : { cron: row.cron }),
+    ...(row.timezone === null ? {} : { timezone: row.timezone }),
+    nextAt: row.next_at,
+    createdAt: row.created_at,
+  };
+}
+
+function historyLog(thread: SqliteConnection): HistoryLog {
+  return {
+    append: (sessionId, destination, entries, keep) =>
+      thread.call('appendHistory', sessionId, formatDestination(destination), entries.map(toHistoryRow), atLeastZero(keep)),
+    mirror: (destination, entry, keep) => thread.call('mirrorHistory', formatDestination(destination), toHistoryRow(entry), atLeastZero(keep)),
+    recent: async (sessionId, destination, limit) =>
+      (await thread.call('recentHistory', sessionId, formatDestination(destination), atLeastZero(limit))).map(toHistoryEntry),
+  };
+}
+
+function toHistoryRow(entry: HistoryEntry): HistoryRow {
+  return { role: entry.role, text: entry.text, source: entry.source ?? null, extra: entry.extra ?? null, at: entry.at };
+}
+
+function toHistoryEntry(row: HistoryRow): HistoryEntry {
+  return {
+    role: row.role as HistoryEntry['role'],
+    text: row.text,
+    ...(row.source === null ? {} : { source: row.source }),
+    ...(row.extra === null ? {} : { extra: row.extra }),
+    at: row.at,
+  };
+}
+
+/** SQLite reads a negative LIMIT as "no limit": a count from a caller never means that. */
+function atLeastZero(count: number): number {
+  return Math.max(0, Math.floor(count));
 }

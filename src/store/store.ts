@@ -10,6 +10,12 @@ export interface Store {
   readonly outbox: OutboxStore;
   readonly homes: HomeChannels;
   readonly conversations: Conversations;
+  /** Background commands of the terminal tool, kept so their watchers outlive a restart. */
+  readonly processes: ProcessTable;
+  /** Reminders and cron jobs. */
+  readonly schedules: ScheduleTable;
+  /** Each session's conversation with the model, and text mirrored into it by send_message. */
+  readonly history: HistoryLog;
   close(): Promise<void>;
 }
 
@@ -111,4 +117,126 @@ export interface HomeChannels {
 export interface Conversations {
   epoch(key: string): Promise<number>;
   next(key: string): Promise<number>;
+}
+
+/** Caps checked in the same transaction that adds a process or a schedule. */
+export interface BackgroundCaps {
+  readonly maxPerDestination: number;
+  readonly maxTotal: number;
+}
+
+/** `added`, or nothing added: the chat's (`destination`) or the gateway's (`total`) count is at its cap. */
+export type CappedAdd = { readonly status: 'added' } | { readonly status: 'full'; readonly scope: 'destination' | 'total'; readonly open: number };
+
+/** How a background command ended. */
+export interface ProcessExit {
+  /** The exit code, or undefined when a signal ended it or it is not known. */
+  readonly code?: number | undefined;
+  readonly signal?: string | undefined;
+  readonly endedAt: number;
+  /** What is known of how it ended when no status was recorded (killed with the gateway's own kill, say). */
+  readonly note?: string | undefined;
+}
+
+/**
+ * A background command started by the terminal tool: what it runs, where its watcher reports
+ * (the routing captured at spawn) and how far it got. Kept until its last notification is
+ * recorded in the outbox, so a restart adopts the command or reports its end.
+ */
+export interface ProcessRecord {
+  /** Short and shown to users: `/kill <id>`. */
+  readonly id: string;
+  /** The routing of the execute_tool span that spawned it: the watcher's context and link. */
+  readonly origin: RoutingSnapshot;
+  /** The origin's chat and thread, for /jobs and the per-chat cap. */
+  readonly destination: Destination;
+  readonly command: string;
+  /** The wrapper's pid, which is also its process group id. */
+  readonly pid: number;
+  readonly startedAt: number;
+  readonly notifyOnComplete: boolean;
+  /** Progress updates every this many ms until it ends; undefined: none. */
+  readonly checkIntervalMs?: number | undefined;
+  /** Progress updates recorded so far: the next one's delivery id. */
+  readonly progressSent: number;
+  /** Set once it ended; the record stays until its notification is recorded. */
+  readonly exit?: ProcessExit | undefined;
+}
+
+export interface ProcessTable {
+  /** Adds the record unless a cap refuses it, atomically with the count. */
+  add(record: ProcessRecord, caps: BackgroundCaps): Promise<CappedAdd>;
+  get(id: string): Promise<ProcessRecord | undefined>;
+  /** Every record, oldest first: what a start adopts. */
+  all(): Promise<ProcessRecord[]>;
+  /** The records of one chat and thread, oldest first. */
+  ofDestination(destination: Destination): Promise<ProcessRecord[]>;
+  ended(id: string, exit: ProcessExit): Promise<void>;
+  progressed(id: string, progressSent: number): Promise<void>;
+  /** Its last notification is recorded (or none was asked for): forget it. */
+  remove(id: string): Promise<void>;
+}
+
+/** A reminder (one shot) or a cron job, with where it reports. */
+export interface ScheduleRecord {
+  /** Short and shown to users: `/cron rm <id>`. */
+  readonly id: string;
+  /** The routing of the execute_tool span that created it: each run's context and link. */
+  readonly origin: RoutingSnapshot;
+  /** The origin's chat and thread, for `/cron list` and the per-chat cap. */
+  readonly destination: Destination;
+  /** Where runs deliver: `origin`, `home`, `home:<platform>` or `platform:chat[:thread]`. */
+  readonly target: string;
+  /** The text each run delivers. */
+  readonly text: string;
+  /** A cron expression (croner's syntax); undefined for a one-shot reminder. */
+  readonly cron?: string | undefined;
+  /** The IANA time zone the expression is read in; undefined: UTC. */
+  readonly timezone?: string | undefined;
+  /** When the next run is due (ms since the epoch). */
+  readonly nextAt: number;
+  readonly createdAt: number;
+}
+
+export interface ScheduleTable {
+  /** Adds the record unless a cap refuses it, atomically with the count. */
+  add(record: ScheduleRecord, caps: BackgroundCaps): Promise<CappedAdd>;
+  /** Up to `limit` records due by `now`, earliest first. */
+  due(now: number, limit: number): Promise<ScheduleRecord[]>;
+  /** When the earliest record is due; undefined when none is scheduled. */
+  nextAt(): Promise<number | undefined>;
+  /** The records of one chat and thread, by due time. */
+  ofDestination(destination: Destination): Promise<ScheduleRecord[]>;
+  get(id: string): Promise<ScheduleRecord | undefined>;
+  /**
+   * A run of the one due at `ranAt` is recorded: due again at `nextAt`, or removed when
+   * undefined. Nothing changes unless it is still due at `ranAt`, so two runners cannot both
+   * advance it. True when it changed.
+   */
+  advance(id: string, ranAt: number, nextAt: number | undefined): Promise<boolean>;
+  /** True when it existed. */
+  remove(id: string): Promise<boolean>;
+}
+
+/** One entry of a conversation as the model sees it. */
+export interface HistoryEntry {
+  readonly role: 'user' | 'assistant' | 'tool';
+  readonly text: string;
+  /** Mirrored text: the platform it was sent from (`cli` outside the gateway). */
+  readonly source?: string | undefined;
+  /** What the model needs besides text (its tool calls, the call a tool result answers), as JSON. */
+  readonly extra?: string | undefined;
+  readonly at: number;
+}
+
+/**
+ * Conversations with the model, per session, bounded: each append keeps the newest `keep`
+ * entries of its session. Mirrored entries belong to a chat and thread (a destination), not a
+ * session: every session of that destination sees them.
+ */
+export interface HistoryLog {
+  append(sessionId: string, destination: Destination, entries: readonly HistoryEntry[], keep: number): Promise<void>;
+  mirror(destination: Destination, entry: HistoryEntry, keep: number): Promise<void>;
+  /** The newest `limit` entries of the session and of its destination's mirrored ones, oldest first. */
+  recent(sessionId: string, destination: Destination, limit: number): Promise<HistoryEntry[]>;
 }

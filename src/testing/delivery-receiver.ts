@@ -2,8 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { startLocalServer, type LocalRequest, type LocalResponse, type LocalServer } from './local-server.js';
 import type { WebhookDelivery } from '../platforms/webhook/webhook-schema.js';
 
-/** The JSON body the webhook platform POSTs for each delivery. */
-/** What the gateway POSTs to THREADLINE_WEBHOOK_DELIVERY_URL, as its schema states it. */
+/** What the gateway POSTs to THREADLINE_WEBHOOK_DELIVERY_URL, as its schema states it (an attachment's bytes in `attachment.data_base64`). */
 export type WebhookDeliveryBody = WebhookDelivery;
 
 export interface ReceivedDelivery {

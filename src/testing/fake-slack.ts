@@ -1,4 +1,5 @@
-import { startLocalServer, parseBody, type LocalServer } from './local-server.js';
+import { parseFormBody, type FormValue } from './fake-telegram.js';
+import { startLocalServer, type LocalRequest, type LocalServer } from './local-server.js';
 
 /** A chat.postMessage the fake Web API received. */
 export interface SlackSent {
@@ -7,13 +8,29 @@ export interface SlackSent {
   readonly threadTs: string | undefined;
 }
 
+/** A file shared into a channel through files.getUploadURLExternal, the upload and files.completeUploadExternal. */
+export interface SlackFileSent {
+  readonly channel: string;
+  readonly threadTs: string | undefined;
+  readonly initialComment: string | undefined;
+  readonly filename: string;
+  readonly bytes: Buffer;
+}
+
 /**
- * A local fake of the Slack Web API: records chat.postMessage calls and fails on request
- * (429 with Retry-After, 5xx, or an `ok: false` platform error). Point
- * THREADLINE_SLACK_API_URL at `apiUrl`.
+ * A local fake of the Slack Web API: records chat.postMessage calls and file uploads (the
+ * upload URL it hands out points back to itself, on 127.0.0.1), and fails on request (429
+ * with Retry-After, 5xx, or an `ok: false` platform error). Point THREADLINE_SLACK_API_URL
+ * at `apiUrl`.
  */
 export class FakeSlack {
   readonly sent: SlackSent[] = [];
+  /** Files completed into a channel, in order. */
+  readonly files: SlackFileSent[] = [];
+  /** Upload URLs handed out, by file id: the filename asked for, and the bytes once uploaded. */
+  private readonly uploads = new Map<string, { filename: string; length: number; bytes?: Buffer }>();
+  private nextFileId = 1;
+  private uploadFailures: number[] = [];
   private failures: ({ status: number; retryAfter?: number } | { error: string })[] = [];
   private nextTs = 1;
 
@@ -21,7 +38,7 @@ export class FakeSlack {
 
   static async start(): Promise<FakeSlack> {
     let fake!: FakeSlack;
-    const server = await startLocalServer((request) => fake.answer(request.path, parseBody(request)));
+    const server = await startLocalServer((request) => fake.answer(request, parseFormBody(request)));
     fake = new FakeSlack(server);
     return fake;
   }
@@ -35,6 +52,11 @@ export class FakeSlack {
     for (let i = 0; i < count; i++) this.failures.push(retryAfter === undefined ? { status } : { status, retryAfter });
   }
 
+  /** The next `count` uploads of file bytes (to the upload URL, after files.getUploadURLExternal) answer HTTP `status`. */
+  failUploadNext(count: number, status: number): void {
+    for (let i = 0; i < count; i++) this.uploadFailures.push(status);
+  }
+
   /** The next call answers 200 with `{ok: false, error}`. */
   refuseNext(error: string): void {
     this.failures.push({ error });
@@ -44,7 +66,8 @@ export class FakeSlack {
     return this.server.close();
   }
 
-  private answer(path: string, body: Record<string, unknown>) {
+  private answer(request: LocalRequest, body: Record<string, unknown>) {
+    const { path } = request;
     const failure = this.failures.shift();
     if (failure !== undefined && 'error' in failure) return { status: 200, body: { ok: false, error: failure.error } };
     if (failure !== undefined) {
@@ -62,6 +85,45 @@ export class FakeSlack {
       });
       return { status: 200, body: { ok: true, channel: body['channel'], ts: `${Date.now()}.${String(this.nextTs++).padStart(6, '0')}` } };
     }
+    if (path.endsWith('/files.getUploadURLExternal')) {
+      const fileId = `F${String(this.nextFileId++).padStart(8, '0')}`;
+      this.uploads.set(fileId, { filename: String(body['filename']), length: Number(body['length']) });
+      return { status: 200, body: { ok: true, upload_url: `${this.server.origin}/upload/${fileId}`, file_id: fileId } };
+    }
+    if (path.startsWith('/upload/')) return this.receiveUpload(path.slice('/upload/'.length), request, body);
+    if (path.endsWith('/files.completeUploadExternal')) return this.completeUpload(body);
     return { status: 200, body: { ok: true } };
+  }
+
+  /** The file's bytes, raw or as the one file of a multipart form (how @slack/web-api sends them). */
+  private receiveUpload(fileId: string, request: LocalRequest, body: Record<string, unknown>) {
+    const upload = this.uploads.get(fileId);
+    if (upload === undefined) return { status: 404, body: 'no such upload' };
+    const failure = this.uploadFailures.shift();
+    if (failure !== undefined) return { status: failure, body: 'failing on purpose' };
+    const part = Object.values(body).find((value): value is Exclude<FormValue, string> => typeof value === 'object' && value !== null && 'bytes' in value);
+    const bytes = (request.headers['content-type'] ?? '').includes('multipart/form-data') ? part?.bytes : request.raw;
+    if (bytes === undefined || bytes.length !== upload.length) return { status: 400, body: `expected ${upload.length} bytes` };
+    upload.bytes = bytes;
+    return { status: 200, body: `OK - ${bytes.length}` };
+  }
+
+  private completeUpload(body: Record<string, unknown>) {
+    const files = JSON.parse(String(body['files'] ?? '[]')) as { id: string; title?: string }[];
+    const uploaded = files.map((file) => ({ id: file.id, upload: this.uploads.get(file.id) }));
+    if (uploaded.length === 0 || uploaded.some(({ upload }) => upload?.bytes === undefined)) {
+      return { status: 200, body: { ok: false, error: 'file_not_found' } };
+    }
+    for (const { id, upload } of uploaded) {
+      this.uploads.delete(id);
+      this.files.push({
+        channel: String(body['channel_id']),
+        threadTs: body['thread_ts'] === undefined ? undefined : String(body['thread_ts']),
+        initialComment: body['initial_comment'] === undefined ? undefined : String(body['initial_comment']),
+        filename: upload!.filename,
+        bytes: upload!.bytes!,
+      });
+    }
+    return { status: 200, body: { ok: true, files: files.map((file) => ({ id: file.id, title: file.title ?? '' })) } };
   }
 }

@@ -1,5 +1,5 @@
 import type { Update } from 'grammy/types';
-import { startLocalServer, parseBody, type LocalServer } from './local-server.js';
+import { startLocalServer, parseBody, type LocalRequest, type LocalServer } from './local-server.js';
 
 /** A sendMessage the fake Bot API received. */
 export interface TelegramSent {
@@ -9,12 +9,67 @@ export interface TelegramSent {
   readonly replyTo: string | undefined;
 }
 
+/** A sendVoice or sendDocument the fake Bot API received (multipart), with the file's bytes. */
+export interface TelegramFileSent {
+  readonly method: 'sendVoice' | 'sendDocument';
+  readonly chatId: string;
+  readonly threadId: string | undefined;
+  readonly replyTo: string | undefined;
+  readonly caption: string | undefined;
+  readonly filename: string;
+  readonly bytes: Buffer;
+}
+
+/** A form field's value: text, or an uploaded file. */
+export type FormValue = string | { readonly filename: string; readonly contentType: string; readonly bytes: Buffer };
+
 /**
- * A local fake of the Telegram Bot API: records sendMessage calls, serves queued updates
- * to getUpdates, and fails on request. Point THREADLINE_TELEGRAM_API_ROOT at `apiRoot`.
+ * A request body as fields: multipart/form-data (files included) parsed here, otherwise JSON
+ * or a URL-encoded form as parseBody reads them. Tolerant as the Bot API is: grammY writes
+ * `content-disposition:form-data;name="x";filename=voice.ogg`, which WHATWG FormData refuses.
+ */
+export function parseFormBody(request: LocalRequest): Record<string, unknown> {
+  const type = request.headers['content-type'] ?? '';
+  const boundary = /multipart\/form-data.*;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(type);
+  if (boundary === null) return parseBody(request);
+  const fields: Record<string, FormValue> = {};
+  const delimiter = Buffer.from(`--${boundary[1] ?? boundary[2]}`);
+  let at = request.raw.indexOf(delimiter);
+  while (at >= 0) {
+    const start = at + delimiter.length;
+    if (request.raw.subarray(start, start + 2).toString('latin1') === '--') break; // the closing delimiter
+    const next = request.raw.indexOf(delimiter, start);
+    if (next < 0) break;
+    // A part: CRLF, its headers, a blank line, its bytes, CRLF before the next delimiter.
+    const part = request.raw.subarray(start + 2, next - 2);
+    const split = part.indexOf('\r\n\r\n');
+    if (split >= 0) {
+      const headers = part.subarray(0, split).toString('utf8');
+      const content = part.subarray(split + 4);
+      const name = /\bname=(?:"([^"]*)"|([^;\r\n]+))/i.exec(headers);
+      const filename = /\bfilename=(?:"([^"]*)"|([^;\r\n]+))/i.exec(headers);
+      const contentType = /^content-type:\s*(.+)$/im.exec(headers);
+      if (name !== null) {
+        fields[name[1] ?? name[2]!] =
+          filename === null
+            ? content.toString('utf8')
+            : { filename: filename[1] ?? filename[2]!, contentType: contentType?.[1]?.trim() ?? 'application/octet-stream', bytes: Buffer.from(content) };
+      }
+    }
+    at = next;
+  }
+  return fields;
+}
+
+/**
+ * A local fake of the Telegram Bot API: records sendMessage calls, and sendVoice and
+ * sendDocument uploads with their files; serves queued updates to getUpdates, and fails on
+ * request. Point THREADLINE_TELEGRAM_API_ROOT at `apiRoot`.
  */
 export class FakeTelegram {
   readonly sent: TelegramSent[] = [];
+  /** Files sent, in order: voice notes (sendVoice) and documents (sendDocument). */
+  readonly files: TelegramFileSent[] = [];
   private updates: Update[] = [];
   private failures: { code: number; retryAfter?: number }[] = [];
   private nextMessageId = 1000;
@@ -23,7 +78,7 @@ export class FakeTelegram {
 
   static async start(): Promise<FakeTelegram> {
     let fake!: FakeTelegram;
-    const server = await startLocalServer((request) => fake.answer(request.path, parseBody(request)));
+    const server = await startLocalServer((request) => fake.answer(request.path, parseFormBody(request)));
     fake = new FakeTelegram(server);
     return fake;
   }
@@ -70,20 +125,44 @@ export class FakeTelegram {
         return ok(updates);
       }
       case 'sendMessage': {
-        const reply = body['reply_parameters'] as { message_id?: number } | string | undefined;
-        const replyTo = typeof reply === 'string' ? (JSON.parse(reply) as { message_id?: number }).message_id : reply?.message_id;
-        this.sent.push({
-          chatId: String(body['chat_id']),
-          text: String(body['text']),
-          threadId: body['message_thread_id'] === undefined ? undefined : String(body['message_thread_id']),
-          replyTo: replyTo === undefined ? undefined : String(replyTo),
-        });
+        this.sent.push({ chatId: String(body['chat_id']), text: String(body['text']), threadId: threadOf(body), replyTo: replyToOf(body) });
         return ok({ message_id: this.nextMessageId++, date: 0, chat: { id: Number(body['chat_id']), type: 'private' }, text: body['text'] });
+      }
+      case 'sendVoice':
+      case 'sendDocument': {
+        // grammY names the part in the field (`attach://<part>`) and sends the file as that part.
+        const named = body[method === 'sendVoice' ? 'voice' : 'document'];
+        const file = typeof named === 'string' && named.startsWith('attach://') ? body[named.slice('attach://'.length)] : named;
+        if (typeof file !== 'object' || file === null || !('bytes' in file)) {
+          return { status: 400, body: { ok: false, error_code: 400, description: `Bad Request: ${method} needs a file uploaded as multipart/form-data` } };
+        }
+        const upload = file as Exclude<FormValue, string>;
+        this.files.push({
+          method,
+          chatId: String(body['chat_id']),
+          threadId: threadOf(body),
+          replyTo: replyToOf(body),
+          caption: body['caption'] === undefined ? undefined : String(body['caption']),
+          filename: upload.filename,
+          bytes: upload.bytes,
+        });
+        return ok({ message_id: this.nextMessageId++, date: 0, chat: { id: Number(body['chat_id']), type: 'private' } });
       }
       default:
         return ok(true);
     }
   }
+}
+
+function threadOf(body: Record<string, unknown>): string | undefined {
+  return body['message_thread_id'] === undefined ? undefined : String(body['message_thread_id']);
+}
+
+/** reply_parameters arrive as an object in JSON, as a JSON string in a form. */
+function replyToOf(body: Record<string, unknown>): string | undefined {
+  const reply = body['reply_parameters'] as { message_id?: number } | string | undefined;
+  const replyTo = typeof reply === 'string' ? (JSON.parse(reply) as { message_id?: number }).message_id : reply?.message_id;
+  return replyTo === undefined ? undefined : String(replyTo);
 }
 
 function ok(result: unknown) {

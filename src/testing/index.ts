@@ -2,5 +2,8 @@ export { startTestGateway, TEST_SECRETS, type TestGateway, type TestGatewayOptio
 export { DeliveryReceiver, type ReceivedDelivery, type WebhookDeliveryBody } from './delivery-receiver.js';
 export { installTestTelemetry, type TestTelemetry } from './test-telemetry.js';
 export { installTestMetrics, type TestMetrics, type CollectedMetrics, type MetricPoint } from './test-metrics.js';
-export { FakeTelegram, type TelegramSent } from './fake-telegram.js';
-export { FakeSlack, type SlackSent } from './fake-slack.js';
+export { FakeTelegram, type TelegramSent, type TelegramFileSent } from './fake-telegram.js';
+export { FakeSlack, type SlackSent, type SlackFileSent } from './fake-slack.js';
+export { ManualClock, type Clock } from '../tools/clock.js';
+export type { Tool, ToolResult, ToolCall } from '../tools/tool.js';
+export { FakeOpenAI, MAX_RECORDED_REQUESTS, type FakeChatRequest, type FakeCompletion, type FakeOpenAIScript, type FakeAnswerOptions, type FakeToolCall } from './fake-openai.js';

@@ -7,7 +7,12 @@ import type { DeliveryRecord } from '../deliveries/delivery.js';
 import { readGatewayConfig } from '../gateway/gateway-config.js';
 import { startGateway, type RunningGateway } from '../gateway/start-gateway.js';
 import type { WebhookMessageBody } from '../platforms/webhook/webhook-schema.js';
-import { names } from '../session/index.js';
+import { names, withSession, type SessionInput } from '../session/index.js';
+import { ManualClock } from '../tools/clock.js';
+import { executeTool } from '../tools/execute-tool.js';
+import type { ToolResult } from '../tools/tool.js';
+import type { Toolbox } from '../tools/toolbox.js';
+import { ThreadlineError } from '../errors.js';
 import { createLogger } from '../telemetry/logger.js';
 import { slackSignature } from '../platforms/slack/slack-signature.js';
 import { DeliveryReceiver } from './delivery-receiver.js';
@@ -19,11 +24,19 @@ import { installTestTelemetry, type TestTelemetry } from './test-telemetry.js';
 export interface TestGatewayOptions {
   /** Extra configuration variables, as the gateway would read them from the environment. */
   readonly env?: Readonly<Record<string, string>>;
-  readonly agent?: Agent;
+  /** Default: the gateway's own (commands, and the LLM agent with `llmBaseUrl`). Given the toolbox when a function. */
+  readonly agent?: Agent | ((toolbox: Toolbox) => Agent);
   /** Enable Telegram against a local fake Bot API (webhook mode unless `polling`). */
   readonly telegram?: boolean | 'polling';
   /** Enable Slack against a local fake Web API. */
   readonly slack?: boolean;
+  /**
+   * `manual`: reminders, cron runs and progress checks wait for `advanceTime()` instead of the
+   * wall clock (deliveries and their retries still run in real time).
+   */
+  readonly clock?: 'system' | 'manual';
+  /** An OpenAI-compatible endpoint for the LLM agent, e.g. a FakeOpenAI's `baseUrl`. */
+  readonly llmBaseUrl?: string;
 }
 
 /** Secrets the test gateway's platforms are configured with. */
@@ -56,6 +69,20 @@ export interface TestGateway {
   readonly running: RunningGateway;
   /** Its data directory: the SQLite store and its lock. */
   readonly dataDir: string;
+  /** The manual clock, when started with `clock: 'manual'`. */
+  readonly clock: ManualClock | undefined;
+  /**
+   * Moves the manual clock on by `ms`: every reminder, cron run and progress check due by then
+   * runs, in time order. Resolves once their deliveries are recorded in the outbox (await
+   * `receiver.waitFor(n)` for their arrival). Throws without `clock: 'manual'`.
+   */
+  advanceTime(ms: number): Promise<void>;
+  /**
+   * Calls a tool as the gateway would inside a turn of `session` (an execute_tool span, the
+   * session in the context), without a message: for testing a tool and what it delivers later.
+   * The caller counts as an admin.
+   */
+  runTool(name: string, args: Record<string, unknown>, session: SessionInput): Promise<ToolResult>;
   /** POSTs a webhook message as the given chat and thread. */
   send(message: WebhookMessageBody, headers?: Readonly<Record<string, string>>): Promise<SendResult>;
   /** POSTs a Telegram update to the webhook with the configured secret (or `secret`). */
@@ -120,10 +147,12 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     THREADLINE_WEBHOOK_DELIVERY_URL: receiver.url,
     THREADLINE_DELIVERY_BACKOFF_MS: '20',
     THREADLINE_DELIVERY_BACKOFF_MAX_MS: '200',
+    ...(options.llmBaseUrl === undefined ? {} : { THREADLINE_LLM_BASE_URL: options.llmBaseUrl }),
     ...options.env,
   });
+  const clock = options.clock === 'manual' ? new ManualClock() : undefined;
   const logger = createLogger({ level: process.env['THREADLINE_LOG_LEVEL'] ?? 'silent' });
-  const start = () => startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}) });
+  const start = () => startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}), ...(clock ? { clock } : {}) });
   let running = await start();
 
   async function post(path: string, body: string, headers: Readonly<Record<string, string>>): Promise<SendResult> {
@@ -155,6 +184,16 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       return running;
     },
     dataDir,
+    clock,
+    advanceTime: async (ms) => {
+      if (clock === undefined) throw new Error("advanceTime needs startTestGateway({ clock: 'manual' })");
+      await clock.advance(ms);
+    },
+    runTool: (name, args, session) => {
+      const tool = running.toolbox.tools.get(name);
+      if (tool === undefined) return Promise.reject(new ThreadlineError('TL_TOOL_DISABLED', `No tool "${name}" in this gateway`));
+      return withSession(session, () => executeTool(tool, args, { signal: new AbortController().signal, authorize: async () => true }));
+    },
     telegram,
     slack,
     send: (message, headers = {}) => post('/v1/messages', JSON.stringify(message), headers),

@@ -74,10 +74,11 @@ describe('the settings table', () => {
     expect(SETTING_NAMES.filter((name) => (SETTINGS[name] as Setting).personal === true)).toEqual(['THREADLINE_ADMINS']);
   });
 
-  it('marks the tokens, secrets and the HMAC key as secret, and nothing else', () => {
+  it('marks the tokens, secrets, the HMAC key and the model API key as secret, and nothing else', () => {
     const secrets = SETTING_NAMES.filter((name) => (SETTINGS[name] as Setting).secret === true);
     expect(secrets.sort()).toEqual(
       [
+        'THREADLINE_LLM_API_KEY',
         'THREADLINE_SLACK_BOT_TOKEN',
         'THREADLINE_SLACK_SIGNING_SECRET',
         'THREADLINE_SPAN_HMAC_KEY',

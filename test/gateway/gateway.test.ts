@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
-import { EchoAgent } from '../../src/agent/echo-agent.js';
+import { CommandAgent } from '../../src/agent/command-agent.js';
 import { DeliveryError } from '../../src/errors.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import type { OutboundMessage, Platform } from '../../src/platforms/platform.js';
@@ -44,6 +44,9 @@ function withBookkeeping(store: Store, write: BookkeepingWrite): Store {
     outbox: { ...store.outbox, markDone: (id, lease) => write('markDone', id, () => store.outbox.markDone(id, lease)) },
     homes: store.homes,
     conversations: store.conversations,
+    processes: store.processes,
+    schedules: store.schedules,
+    history: store.history,
     close: () => store.close(),
   };
 }
@@ -79,7 +82,7 @@ function gatewayWith(store: Store, sent: OutboundMessage[], log: string[] = [], 
   return new Gateway({
     store,
     platforms: [sink],
-    agent: overrides.agent ?? new EchoAgent(),
+    agent: overrides.agent ?? new CommandAgent(new Map()),
     logger: pino({ level: 'error' }, { write: (line: string) => void log.push(line) }),
     concurrency: 1,
     queueCapacity: 100,
@@ -306,6 +309,9 @@ describe('Gateway stop', () => {
       outbox: { ...store.outbox, pressure: (max) => (outboxReads++, store.outbox.pressure(max)) },
       homes: store.homes,
       conversations: store.conversations,
+      processes: store.processes,
+      schedules: store.schedules,
+      history: store.history,
       close: () => store.close(),
     };
     const gateway = gatewayWith(counted, [], [], { metrics });

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
-import { EchoAgent } from '../../src/agent/echo-agent.js';
+import { CommandAgent } from '../../src/agent/command-agent.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { readGatewayConfig } from '../../src/gateway/gateway-config.js';
 import { buildServer } from '../../src/gateway/server.js';
@@ -51,6 +51,9 @@ async function probedGateway(): Promise<{ gateway: Gateway; app: FastifyInstance
     outbox: { ...sqlite.outbox, pressure },
     homes: sqlite.homes,
     conversations: sqlite.conversations,
+    processes: sqlite.processes,
+    schedules: sqlite.schedules,
+    history: sqlite.history,
     close: () => sqlite.close(),
   };
   const config = readGatewayConfig({ THREADLINE_DATA_DIR: tempDir() });
@@ -58,7 +61,7 @@ async function probedGateway(): Promise<{ gateway: Gateway; app: FastifyInstance
   const gateway = new Gateway({
     store,
     platforms: [],
-    agent: new EchoAgent(),
+    agent: new CommandAgent(new Map()),
     logger,
     concurrency: 1,
     queueCapacity: 10,

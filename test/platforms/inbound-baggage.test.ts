@@ -1,7 +1,7 @@
 import { propagation } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
-import { EchoAgent } from '../../src/agent/echo-agent.js';
+import { CommandAgent } from '../../src/agent/command-agent.js';
 import { readGatewayConfig } from '../../src/gateway/gateway-config.js';
 import { slackSignature } from '../../src/platforms/slack/slack-signature.js';
 import { isSessionNamespaceKey } from '../../src/session/index.js';
@@ -16,7 +16,7 @@ const BAGGAGE = 'tenant=acme,other=x,chat.id=spoofed';
 /** An echo agent that records the foreign (not threadline's) baggage each turn runs with, by text. */
 function recordingAgent(): Agent & { readonly seen: Map<string, Record<string, string>> } {
   const seen = new Map<string, Record<string, string>>();
-  const echo = new EchoAgent();
+  const echo = new CommandAgent(new Map());
   return {
     seen,
     handle: async (turn) => {

@@ -5,14 +5,14 @@ import { describe, expect, it } from 'vitest';
 import { ThreadlineError } from '../../src/errors.js';
 import { SqliteConnection } from '../../src/store/sqlite-connection.js';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
-import { webhookOrigin } from '../helpers/gateway.js';
+import { routingOf } from './store.fixture.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const tempDir = useTempDir('sqlite-connection');
 const RETENTION = { doneMs: 60_000, failedMs: 60_000 };
 const OPEN = { destination: 'webhook:c', maxOpenPerDestination: 10, maxOpenTotal: 10 };
-const routing = JSON.stringify(webhookOrigin('c:1', 'tl_session'));
+const routing = JSON.stringify(routingOf('c:1', 'tl_session'));
 
 /** Records the names of each batch the connection commits. */
 function recordBatches(connection: SqliteConnection): string[][] {

@@ -7,11 +7,11 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ThreadlineError } from '../../src/errors.js';
 import { PRUNE_BATCH } from '../../src/store/sqlite-operations.js';
-import { formatDestination } from '../../src/deliveries/delivery.js';
+import { MAX_ATTACHMENT_BYTES, formatDestination } from '../../src/deliveries/delivery.js';
 import { EPOCH_CACHE_SIZE, SqliteStore } from '../../src/store/sqlite-store.js';
 import { SqliteConnection } from '../../src/store/sqlite-connection.js';
 import type { NewDelivery, Store, StoredMessage } from '../../src/store/store.js';
-import { webhookOrigin } from '../helpers/gateway.js';
+import { routingOf } from './store.fixture.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -31,7 +31,7 @@ function delivery(id: string, createdAt: number, chatId = id): NewDelivery {
     kind: 'reply',
     destination: { platform: 'webhook', chatId },
     text: 'hi',
-    origin: webhookOrigin('c:1', 'tl_session'),
+    origin: routingOf('c:1', 'tl_session'),
     createdAt,
   };
 }
@@ -109,7 +109,7 @@ describe('SqliteStore outbox pruning', () => {
 });
 
 function message(id: string): StoredMessage {
-  return { id, routing: webhookOrigin('c:1', 'tl_session'), text: `text of ${id}`, receivedAt: 1 };
+  return { id, routing: routingOf('c:1', 'tl_session'), text: `text of ${id}`, receivedAt: 1 };
 }
 
 async function storeFailure(work: Promise<unknown>): Promise<ThreadlineError> {
@@ -164,7 +164,7 @@ describe('SqliteStore failures and round trips', () => {
 
   it('round-trips what the gateway stores', async () => {
     const store = await SqliteStore.open(':memory:');
-    const origin = webhookOrigin('c:1', 'tl_session');
+    const origin = routingOf('c:1', 'tl_session');
     await store.homes.set({ platform: 'webhook', chatId: 'home:1', threadId: 't/1' });
     expect(await store.homes.get('webhook')).toEqual({ platform: 'webhook', chatId: 'home:1', threadId: 't/1' });
     expect(await store.homes.get('slack')).toBeUndefined();
@@ -190,6 +190,24 @@ describe('SqliteStore failures and round trips', () => {
     await store.outbox.markDone('d-1', 100);
     expect(await store.outbox.pressure(1)).toEqual({ open: 0, fullDestinations: 0 });
     expect((await store.outbox.claim(1_000, 5, 2_000)).nextAt).toBeUndefined();
+    await store.close();
+  });
+
+  it('round-trips a delivery\'s attachment through add, claim and list', async () => {
+    const store = await SqliteStore.open(':memory:');
+    const voice = { filename: 'reply.ogg', contentType: 'audio/ogg', dataBase64: Buffer.alloc(MAX_ATTACHMENT_BYTES, 7).toString('base64') };
+    const first = { ...delivery('d-1', 1, 'a'), attachment: voice };
+    const second = { ...delivery('d-2', 2, 'a'), attachment: { ...voice, filename: 'second.ogg' } };
+    expect(await store.outbox.add(first, 10)).toBe('claimed');
+    expect(await store.outbox.add(second, 10)).toBe('queued');
+    expect(await store.outbox.add(delivery('d-plain', 3, 'b'), 10)).toBe('claimed');
+    const listed = await store.outbox.list({ limit: 5 });
+    expect(listed.map((record) => record.attachment?.filename)).toEqual([undefined, 'second.ogg', 'reply.ogg']);
+    expect(listed[2]!.attachment).toEqual(voice);
+    expect(listed[0]).not.toHaveProperty('attachment');
+    await store.outbox.markDone('d-1', 10);
+    const [claimed] = (await store.outbox.claim(5, 5, 20)).deliveries;
+    expect(claimed).toMatchObject({ id: 'd-2', attachment: second.attachment });
     await store.close();
   });
 
@@ -327,7 +345,7 @@ describe('SqliteStore failures and round trips', () => {
       CREATE INDEX deliveries_due ON deliveries (status, due_at);
       CREATE TABLE homes (platform TEXT PRIMARY KEY, destination TEXT NOT NULL);`);
     const insert = old.prepare(`INSERT INTO deliveries VALUES (?, 'reply', ?, 'hi', NULL, ?, ?, 2, ?, NULL, 1, ?)`);
-    const origin = JSON.stringify(webhookOrigin('c:1', 'tl_session'));
+    const origin = JSON.stringify(routingOf('c:1', 'tl_session'));
     const chat = JSON.stringify({ platform: 'webhook', chatId: 'c:1' });
     insert.run('d-sending', chat, origin, 'pending', T0 + 60_000, 1);
     insert.run('d-behind', chat, origin, 'pending', T0, 1);

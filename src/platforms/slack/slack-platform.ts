@@ -1,4 +1,10 @@
-import { WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, WebClient } from '@slack/web-api';
+import {
+  WebAPIFileUploadInvalidArgumentsError,
+  WebAPIHTTPError,
+  WebAPIPlatformError,
+  WebAPIRateLimitedError,
+  WebClient,
+} from '@slack/web-api';
 import type { FastifyInstance } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
@@ -29,8 +35,8 @@ const MAX_BODY_BYTES = 64 * 1024;
 const CHANNEL_TYPES_REMEMBERED = 10_000;
 
 /**
- * Slack: Events API in (signature verified over the raw body), chat.postMessage out through
- * @slack/web-api with its own retries off, so a 429 becomes a DeliveryError with the
+ * Slack: Events API in (signature verified over the raw body), chat.postMessage out (an
+ * attachment through filesUploadV2) with @slack/web-api's own retries off, so a 429 becomes a DeliveryError with the
  * Retry-After the outbox honours.
  */
 export class SlackPlatform implements Platform {
@@ -97,20 +103,27 @@ export class SlackPlatform implements Platform {
   }
 
   async send(message: OutboundMessage, signal: AbortSignal): Promise<void> {
-    const { destination } = message;
+    const { destination, attachment } = message;
+    const thread = destination.threadId === undefined ? {} : { thread_ts: destination.threadId };
+    const method = attachment === undefined ? 'chat.postMessage' : 'the file upload';
     try {
       // The client takes no signal: at shutdown the send is let go (it may still land, and the
       // outbox sends it again at the next start: at least once).
       await untilAborted(
-        this.client.chat.postMessage({
-          channel: destination.chatId,
-          text: message.text,
-          ...(destination.threadId === undefined ? {} : { thread_ts: destination.threadId }),
-        }),
+        attachment === undefined
+          ? this.client.chat.postMessage({ channel: destination.chatId, text: message.text, ...thread })
+          : // files.getUploadURLExternal, the upload, then files.completeUploadExternal sharing it into the chat and thread.
+            this.client.filesUploadV2({
+              channel_id: destination.chatId,
+              file: Buffer.from(attachment.dataBase64, 'base64'),
+              filename: attachment.filename,
+              ...(message.text === '' ? {} : { initial_comment: message.text }),
+              ...thread,
+            }),
         signal,
       );
     } catch (error) {
-      throw deliveryError(error);
+      throw deliveryError(error, method);
     }
   }
 
@@ -129,16 +142,21 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-/** ok:false answers that are Slack's trouble, not the message's (chat.postMessage's error list). */
+/** ok:false answers that are Slack's trouble, not the message's (the error lists of chat.postMessage and files.*). */
 const TRANSIENT_SLACK_ERRORS: ReadonlySet<string> = new Set(['internal_error', 'fatal_error', 'service_unavailable', 'request_timeout']);
 
-function deliveryError(error: unknown): DeliveryError {
+/** `method` names the call in the message: the upload's platform errors come from its files.* calls. */
+function deliveryError(error: unknown, method: string): DeliveryError {
   if (error instanceof WebAPIRateLimitedError) {
-    return new DeliveryError('Slack rate-limited chat.postMessage', { retryable: true, retryAfterMs: error.retryAfter * 1000, cause: error });
+    return new DeliveryError(`Slack rate-limited ${method}`, { retryable: true, retryAfterMs: error.retryAfter * 1000, cause: error });
   }
   if (error instanceof WebAPIPlatformError) {
     const retryable = TRANSIENT_SLACK_ERRORS.has(error.data.error);
-    return new DeliveryError(`Slack ${retryable ? 'failed' : 'refused'} chat.postMessage: ${error.data.error}`, { retryable, cause: error });
+    return new DeliveryError(`Slack ${retryable ? 'failed' : 'refused'} ${method}: ${error.data.error}`, { retryable, cause: error });
+  }
+  if (error instanceof WebAPIFileUploadInvalidArgumentsError) {
+    // The client refused the file before sending it (empty, say): the same file fails again.
+    return new DeliveryError(`Slack's client refused ${method}: ${error.message}`, { retryable: false, cause: error });
   }
   if (error instanceof WebAPIHTTPError) {
     return new DeliveryError(`Slack answered ${error.statusCode}`, { retryable: error.statusCode >= 500, cause: error });

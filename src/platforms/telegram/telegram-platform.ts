@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { Api, Bot, GrammyError } from 'grammy';
+import { Api, Bot, GrammyError, InputFile } from 'grammy';
 import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
 import { inboundContext, runDetached, type InboundOptions, type KeepBaggage } from '../../session/index.js';
@@ -8,6 +8,7 @@ import type { Idempotency, InboundMessage, Intake, OutboundMessage, Platform } f
 import { AcceptOnce } from '../accept-once.js';
 import { telegramInbound } from './telegram-inbound.js';
 import { safeUrl } from '../../telemetry/redact-secrets.js';
+import type { Attachment } from '../../deliveries/delivery.js';
 
 export interface TelegramOptions {
   readonly token: string;
@@ -27,6 +28,19 @@ const SECRET_HEADER = 'x-telegram-bot-api-secret-token';
 /** Refusals that a retry cannot change: the update itself is unusable, or intake has closed. */
 const GIVE_UP: ReadonlySet<string> = new Set(['TL_BAD_REQUEST', 'TL_SESSION_INVALID', 'TL_SHUTTING_DOWN']);
 const HAND_RETRY_MS = 1_000;
+/** The longest caption Telegram takes on a file. */
+const TELEGRAM_CAPTION_MAX = 1024;
+
+/** Where in its chat a message goes: the topic, and the message it answers. */
+interface TelegramPlacement {
+  readonly message_thread_id?: number;
+  readonly reply_parameters?: { readonly message_id: number; readonly allow_sending_without_reply: boolean };
+}
+
+/** Telegram plays only Ogg/Opus as a voice note. */
+function isOggAudio(contentType: string): boolean {
+  return contentType.split(';')[0]!.trim().toLowerCase() === 'audio/ogg';
+}
 
 /**
  * Telegram through grammY: its typed updates in, its Api client out. grammY's own retries
@@ -90,23 +104,37 @@ export class TelegramPlatform implements Platform {
       // Sent without its topic it would land in "General" (pitfall: Replies that lose their thread): refuse instead.
       throw new DeliveryError(`Telegram topic ids are numbers, not ${JSON.stringify(destination.threadId)}`, { retryable: false });
     }
+    const placement: TelegramPlacement = {
+      ...(destination.threadId === undefined ? {} : { message_thread_id: Number(destination.threadId) }),
+      // Only a reply quotes its message; a notification anchored to an old one would too.
+      ...(message.kind !== 'reply' || message.inReplyTo === undefined
+        ? {}
+        : { reply_parameters: { message_id: Number(message.inReplyTo), allow_sending_without_reply: true } }),
+    };
+    // grammY types its signal with an abort-controller shim; node-fetch accepts the native one.
+    const abort = signal as Parameters<Api['sendMessage']>[3];
     try {
-      await this.api.sendMessage(
-        destination.chatId,
-        message.text,
-        {
-          ...(destination.threadId === undefined ? {} : { message_thread_id: Number(destination.threadId) }),
-          // Only a reply quotes its message; a notification anchored to an old one would too.
-          ...(message.kind !== 'reply' || message.inReplyTo === undefined
-            ? {}
-            : { reply_parameters: { message_id: Number(message.inReplyTo), allow_sending_without_reply: true } }),
-        },
-        // grammY types its signal with an abort-controller shim; node-fetch accepts the native one.
-        signal as Parameters<Api['sendMessage']>[3],
-      );
+      if (message.attachment === undefined) {
+        await this.api.sendMessage(destination.chatId, message.text, placement, abort);
+      } else {
+        await this.sendFile(destination.chatId, message.text, message.attachment, placement, abort);
+      }
     } catch (error) {
       throw deliveryError(error);
     }
+  }
+
+  /**
+   * Ogg/Opus as a voice note (sendVoice), anything else as a document (sendDocument), with the
+   * text as its caption. A text longer than a caption holds goes first as a message of its own.
+   */
+  private async sendFile(chatId: string, text: string, attachment: Attachment, placement: TelegramPlacement, abort: Parameters<Api['sendMessage']>[3]): Promise<void> {
+    const captioned = text.length <= TELEGRAM_CAPTION_MAX;
+    if (!captioned) await this.api.sendMessage(chatId, text, placement, abort);
+    const file = new InputFile(Buffer.from(attachment.dataBase64, 'base64'), attachment.filename);
+    const options = { ...placement, ...(captioned && text !== '' ? { caption: text } : {}) };
+    if (isOggAudio(attachment.contentType)) await this.api.sendVoice(chatId, file, options, abort);
+    else await this.api.sendDocument(chatId, file, options, abort);
   }
 
   describe(baseUrl: string): string {

@@ -122,9 +122,19 @@ export class WebhookPlatform implements Platform {
       ...(message.inReplyTo === undefined ? {} : { in_reply_to: message.inReplyTo }),
       trace_id: message.traceId,
       idempotency_key: message.id,
+      ...(message.attachment === undefined
+        ? {}
+        : {
+            attachment: {
+              filename: message.attachment.filename,
+              content_type: message.attachment.contentType,
+              data_base64: message.attachment.dataBase64,
+            },
+          }),
     };
     if (url === undefined) {
-      this.options.logger.info({ delivery: payload }, 'webhook delivery (THREADLINE_WEBHOOK_DELIVERY_URL is not set)');
+      // The file's bytes stay out of the log: its name, type and size say enough.
+      this.options.logger.info({ delivery: forTheLog(payload) }, 'webhook delivery (THREADLINE_WEBHOOK_DELIVERY_URL is not set)');
       return;
     }
     await this.poster.post(url, JSON.stringify(payload), {
@@ -141,6 +151,13 @@ export class WebhookPlatform implements Platform {
     const auth = this.options.token === undefined ? 'no token' : 'bearer token';
     return `webhook: POST ${baseUrl}${WEBHOOK_PATH} (${auth}) → ${out}`;
   }
+}
+
+/** A delivery as logged: an attachment by name, type and size, not up to 1.3 MB of base64. */
+function forTheLog(payload: WebhookDelivery): Record<string, unknown> {
+  if (payload.attachment === undefined) return payload;
+  const { data_base64: data, ...file } = payload.attachment;
+  return { ...payload, attachment: { ...file, bytes: Math.floor((data.length * 3) / 4) - (data.match(/=+$/)?.[0].length ?? 0) } };
 }
 
 /**

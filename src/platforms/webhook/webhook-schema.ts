@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import type { DeliveryKind } from '../../deliveries/delivery.js';
+import { MAX_ATTACHMENT_BYTES, type DeliveryKind } from '../../deliveries/delivery.js';
 import type { ErrorCode } from '../../errors.js';
 import { CHAT_TYPES, MAX_FIELD_LENGTH } from '../../session/index.js';
 
@@ -129,6 +129,23 @@ export const webhookRequestHeaders = Type.Object({
 
 const DELIVERY_KINDS = ['reply', 'notification', 'cron', 'send'] as const satisfies readonly DeliveryKind[];
 
+/** base64 of at most MAX_ATTACHMENT_BYTES: four characters for every three bytes, padded. */
+const MAX_ATTACHMENT_BASE64 = Math.ceil(MAX_ATTACHMENT_BYTES / 3) * 4;
+
+/** A file sent with a delivery (the tts tool's voice note), inline. */
+export const webhookAttachmentSchema = Type.Object(
+  {
+    filename: Type.String({ minLength: 1, description: 'A name for the file, e.g. voice.ogg.' }),
+    content_type: Type.String({ minLength: 1, description: 'Its media type: audio/ogg (Opus) for a voice note.' }),
+    data_base64: Type.String({
+      maxLength: MAX_ATTACHMENT_BASE64,
+      pattern: '^[A-Za-z0-9+/]*={0,2}$',
+      description: `The file's bytes, base64 (standard alphabet, padded); at most ${MAX_ATTACHMENT_BYTES} bytes (1 MiB) before encoding.`,
+    }),
+  },
+  { additionalProperties: false, description: "A file sent with the text (the tts tool's voice note); absent when there is none." },
+);
+
 /** What is POSTed to THREADLINE_WEBHOOK_DELIVERY_URL for each delivery. */
 export const webhookDeliverySchema = Type.Object(
   {
@@ -139,6 +156,7 @@ export const webhookDeliverySchema = Type.Object(
     in_reply_to: Type.Optional(Type.String({ description: 'The message_id of the message answered, when it had one.' })),
     trace_id: Type.String({ description: 'The trace of the message, as its 202 answered.' }),
     idempotency_key: Type.String({ description: 'The same for every attempt of this delivery (also the Idempotency-Key header): dedupe on it.' }),
+    attachment: Type.Optional(webhookAttachmentSchema),
   },
   { additionalProperties: false },
 );

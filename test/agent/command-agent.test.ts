@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
 import { commandOf } from '../../src/agent/command.js';
-import { EchoAgent } from '../../src/agent/echo-agent.js';
+import { CommandAgent } from '../../src/agent/command-agent.js';
 import type { TestGateway } from '../../src/testing/index.js';
 import { useTestGateways, webhookOrigin } from '../helpers/gateway.js';
 
@@ -21,7 +21,7 @@ describe('commandOf', () => {
   });
 });
 
-describe('EchoAgent through the gateway', () => {
+describe('CommandAgent through the gateway', () => {
   it('/status shows platform, chat, thread, session id and trace id', async () => {
     gateway = await startTestGateway();
     const answer = await gateway.send({ chat_id: 'c:1', thread_id: '42', chat_type: 'group', text: '/status' });
@@ -69,7 +69,7 @@ describe('EchoAgent through the gateway', () => {
 
   it('/stop aborts the running turn of its session only', async () => {
     const aborted: string[] = [];
-    const echo = new EchoAgent();
+    const echo = new CommandAgent(new Map());
     const agent: Agent = {
       handle: async (turn) => {
         if (turn.text !== 'long') return echo.handle(turn);

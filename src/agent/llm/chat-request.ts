@@ -1,0 +1,73 @@
+import { SpanKind, type Attributes } from '@opentelemetry/api';
+import type OpenAI from 'openai';
+import { ThreadlineError } from '../../errors.js';
+import { recordFailure } from '../../session/index.js';
+import { threadlineTracer } from '../../telemetry/tracer.js';
+import { llmErrorType, llmFailure, type FailureContext } from './llm-failure.js';
+import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming } from './model-types.js';
+
+const tracer = threadlineTracer();
+
+/** Host and port of the model endpoint, for `server.address` and `server.port`. */
+export interface ModelServer {
+  readonly address: string;
+  readonly port: number;
+}
+
+/** The host and port a base URL names, the scheme's default port when it names none. */
+export function modelServer(baseUrl: string): ModelServer {
+  const url = new URL(baseUrl);
+  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  // A bracketed IPv6 host is reported without its brackets, as server.address expects.
+  return { address: url.hostname.replace(/^\[(.*)\]$/, '$1'), port };
+}
+
+/**
+ * One model request in a `chat <model>` span (kind CLIENT, GenAI semantic conventions):
+ * request model, response model and id, finish reasons and token usage. No message content
+ * and no key. The span is active while the request is sent, so the request carries its
+ * traceparent. Throws TL_LLM_FAILED, with `error.type` on the span.
+ */
+export function requestChat(
+  client: OpenAI,
+  server: ModelServer,
+  params: ChatCompletionCreateParamsNonStreaming,
+  signal: AbortSignal,
+  failure: FailureContext,
+): Promise<ChatCompletion> {
+  const attributes: Attributes = {
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.provider.name': 'openai',
+    'gen_ai.request.model': params.model,
+    'server.address': server.address,
+    'server.port': server.port,
+  };
+  return tracer.startActiveSpan(`chat ${params.model}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+    try {
+      const completion = await client.chat.completions.create(params, { signal });
+      span.setAttributes(responseAttributes(completion));
+      if (completion.choices?.[0]?.message === undefined) {
+        throw new ThreadlineError('TL_LLM_FAILED', 'The model endpoint answered without a message (no choices); is THREADLINE_LLM_BASE_URL a Chat Completions API?');
+      }
+      return completion;
+    } catch (error) {
+      const failed = llmFailure(error, failure);
+      span.setAttribute('error.type', llmErrorType(error));
+      recordFailure(span, failed);
+      throw failed;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+function responseAttributes(completion: ChatCompletion): Attributes {
+  const attributes: Attributes = {
+    'gen_ai.response.finish_reasons': (completion.choices ?? []).map((choice) => String(choice.finish_reason)),
+  };
+  if (typeof completion.model === 'string') attributes['gen_ai.response.model'] = completion.model;
+  if (typeof completion.id === 'string') attributes['gen_ai.response.id'] = completion.id;
+  if (typeof completion.usage?.prompt_tokens === 'number') attributes['gen_ai.usage.input_tokens'] = completion.usage.prompt_tokens;
+  if (typeof completion.usage?.completion_tokens === 'number') attributes['gen_ai.usage.output_tokens'] = completion.usage.completion_tokens;
+  return attributes;
+}

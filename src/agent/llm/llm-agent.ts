@@ -1,0 +1,150 @@
+import type OpenAI from 'openai';
+import type { Logger } from 'pino';
+import type { Attachment } from '../../deliveries/delivery.js';
+import { destinationOf } from '../../deliveries/routing-mismatch.js';
+import type { HistoryEntry, HistoryLog } from '../../store/store.js';
+import type { Tool } from '../../tools/tool.js';
+import type { LlmConfig } from '../../tools/tools-config.js';
+import type { Agent, Turn } from '../agent.js';
+import { commandOf } from '../command.js';
+import { modelServer, requestChat, type ModelServer } from './chat-request.js';
+import { assistantEntry, historyMessages, toolEntry, userEntry } from './conversation.js';
+import { createModelClient } from './model-client.js';
+import type { ChatCompletionMessageFunctionToolCall, ChatCompletionMessageParam, ChatCompletionTool } from './model-types.js';
+import { runToolCall } from './run-tool-call.js';
+import { toolDefinitions } from './tool-definitions.js';
+
+/** What the model is always told; skills and the like come after it. */
+export const BASE_PROMPT = [
+  'You are the assistant of a chat gateway, answering one chat (and thread) at a time.',
+  'Use the tools when they help. They act in the chat this message came from: never ask for, or pass, a chat or thread id.',
+  'A tool answer starting with "error:" says what went wrong; fix the call or tell the user.',
+  'Messages starting with [from <platform>] were sent to this chat from elsewhere.',
+  'Answer briefly, in plain text.',
+].join('\n');
+
+export interface LlmAgentOptions {
+  /** THREADLINE_LLM_*. */
+  readonly config: LlmConfig;
+  /** What the model may call. */
+  readonly tools: readonly Tool[];
+  /** Each session's conversation, read before and written after every turn. */
+  readonly history: HistoryLog;
+  /** Added to the base prompt, read at every turn (the skills available now). */
+  readonly systemPrompt: () => string;
+  /** Answers messages that are commands (/status, /run ...). */
+  readonly commands: Agent;
+  readonly logger: Logger;
+  /** The client; default: the official one for config.baseUrl. */
+  readonly client?: OpenAI;
+}
+
+/** The final answer of a turn, and the file to send with it. */
+interface Answer {
+  readonly text: string;
+  readonly attachment: Attachment | undefined;
+}
+
+/**
+ * The agent backed by a model behind an OpenAI-compatible Chat Completions API. Commands go
+ * to `commands`; any other message runs the model with the session's history and the
+ * tools, calling tools until the model answers in text or THREADLINE_LLM_MAX_TOOL_ROUNDS
+ * rounds of calls have run. Tools run in the turn's context and read the routing from it:
+ * no chat or thread id ever goes through the model. Each request is a `chat <model>` span
+ * under agent.turn, and a failed request fails the turn with TL_LLM_FAILED.
+ */
+export class LlmAgent implements Agent {
+  private readonly client: OpenAI;
+  private readonly server: ModelServer;
+  private readonly toolsByName: ReadonlyMap<string, Tool>;
+  private readonly definitions: ChatCompletionTool[];
+
+  constructor(private readonly options: LlmAgentOptions) {
+    this.client = options.client ?? createModelClient(options.config, options.logger);
+    this.server = modelServer(options.config.baseUrl);
+    this.toolsByName = new Map(options.tools.map((tool) => [tool.name, tool]));
+    this.definitions = toolDefinitions(options.tools);
+  }
+
+  async handle(turn: Turn): Promise<void> {
+    if (commandOf(turn.text) !== undefined) return this.options.commands.handle(turn);
+    const { config, history } = this.options;
+    const destination = destinationOf(turn.session);
+    const earlier = await history.recent(turn.session.sessionId, destination, config.historyMessages);
+    const added: HistoryEntry[] = [userEntry(turn.text, Date.now())];
+    const messages: ChatCompletionMessageParam[] = [
+      { role: 'system', content: this.systemText() },
+      ...historyMessages(earlier),
+      { role: 'user', content: added[0]!.text },
+    ];
+    let answer: Answer | undefined;
+    try {
+      answer = await this.converse(turn, messages, added);
+    } finally {
+      // Kept even when a request failed, so the next turn knows which tools already ran.
+      await history.append(turn.session.sessionId, destination, added, config.historyMessages).catch((error: unknown) => {
+        this.options.logger.error({ err: error, message: turn.messageId }, 'could not record the conversation; the next turn will not see this one');
+      });
+    }
+    // Stopped (/stop or shutdown): nothing more is said.
+    if (answer === undefined) return;
+    await turn.reply(answer.text, answer.attachment === undefined ? undefined : { attachment: answer.attachment });
+  }
+
+  /** The model loop; `added` receives each entry for history. Undefined when the turn was stopped. */
+  private async converse(turn: Turn, messages: ChatCompletionMessageParam[], added: HistoryEntry[]): Promise<Answer | undefined> {
+    const { config, logger } = this.options;
+    let attachment: Attachment | undefined;
+    for (let round = 0; ; round++) {
+      if (turn.signal.aborted) return undefined;
+      const completion = await requestChat(
+        this.client,
+        this.server,
+        { model: config.model, messages, ...(this.definitions.length === 0 ? {} : { tools: this.definitions }) },
+        turn.signal,
+        { apiKey: config.apiKey, timeoutMs: config.timeoutMs },
+      ).catch((error: unknown) => {
+        // A request cut short by /stop is no failure to report.
+        if (turn.signal.aborted) return undefined;
+        throw error;
+      });
+      if (completion === undefined) return undefined;
+      const message = completion.choices[0]!.message;
+      const text = message.content ?? '';
+      const calls = (message.tool_calls ?? []).filter((call): call is ChatCompletionMessageFunctionToolCall => call.type === 'function');
+      if (calls.length === 0) {
+        added.push(assistantEntry(text, [], Date.now()));
+        return { text: text.trim() === '' ? '(The model gave no answer.)' : text, attachment };
+      }
+      if (round >= config.maxToolRounds) {
+        const notice = `I stopped after ${config.maxToolRounds} rounds of tool calls without a final answer (THREADLINE_LLM_MAX_TOOL_ROUNDS). Ask again, or more narrowly.`;
+        // The calls not run are not kept: history holds only calls with their results.
+        added.push(assistantEntry(notice, [], Date.now()));
+        return { text: notice, attachment };
+      }
+      const announced = assistantEntry(text, calls, Date.now());
+      added.push(announced);
+      messages.push({
+        role: 'assistant',
+        content: announced.text === '' ? null : announced.text,
+        tool_calls: calls.map(({ id, function: { name, arguments: args } }) => ({ id, type: 'function', function: { name, arguments: args } })),
+      });
+      for (const call of calls) {
+        const outcome = await runToolCall(this.toolsByName, call, {
+          signal: turn.signal,
+          authorize: (name) => turn.authorize(name),
+          logger,
+        });
+        if (outcome.attachment !== undefined) attachment = outcome.attachment;
+        const result = toolEntry(call.id, outcome.content, Date.now());
+        added.push(result);
+        messages.push({ role: 'tool', tool_call_id: call.id, content: result.text });
+      }
+    }
+  }
+
+  private systemText(): string {
+    const extra = this.options.systemPrompt().trim();
+    return extra === '' ? BASE_PROMPT : `${BASE_PROMPT}\n\n${extra}`;
+  }
+}

@@ -1,0 +1,58 @@
+import { destinationOf } from '../../deliveries/routing-mismatch.js';
+import { ThreadlineError } from '../../errors.js';
+import { captureRouting, requireSession } from '../../session/index.js';
+import type { ScheduleRecord } from '../../store/store.js';
+import type { CronConfig } from '../tools-config.js';
+import type { ToolServices } from '../tool-services.js';
+import { newScheduleId } from './schedule-id.js';
+
+/** Fresh ids tried before giving up: with 60 million ids, a second try is already rare. */
+const ID_ATTEMPTS = 8;
+
+/** What a tool asks to schedule; the origin comes from the active context. */
+export interface JobSpec {
+  readonly text: string;
+  /** As checkTarget returns it. */
+  readonly target: string;
+  readonly cron?: string | undefined;
+  /** Undefined: UTC. */
+  readonly timezone?: string | undefined;
+  readonly nextAt: number;
+}
+
+/**
+ * Stores a job whose origin is the active context: its routing captured in the execute_tool
+ * span (each run's link) and its chat and thread (the per-chat cap, list and remove). Throws
+ * TL_TOOL_LIMIT when the chat or the gateway has as many jobs as its cap allows.
+ */
+export async function addJob(services: ToolServices, config: CronConfig, spec: JobSpec): Promise<ScheduleRecord> {
+  const origin = captureRouting();
+  const destination = destinationOf(requireSession());
+  const { schedules } = services.store;
+  for (let attempt = 0; attempt < ID_ATTEMPTS; attempt++) {
+    const id = newScheduleId();
+    if ((await schedules.get(id)) !== undefined) continue;
+    const record: ScheduleRecord = {
+      id,
+      origin,
+      destination,
+      target: spec.target,
+      text: spec.text,
+      ...(spec.cron === undefined ? {} : { cron: spec.cron }),
+      ...(spec.timezone === undefined ? {} : { timezone: spec.timezone }),
+      nextAt: spec.nextAt,
+      createdAt: services.clock.now(),
+    };
+    const outcome = await schedules.add(record, { maxPerDestination: config.maxPerChat, maxTotal: config.maxTotal });
+    if (outcome.status === 'added') return record;
+    throw new ThreadlineError('TL_TOOL_LIMIT', limitMessage(outcome.scope, outcome.open, config));
+  }
+  throw new ThreadlineError('TL_TOOL_FAILED', `No free schedule id was found in ${ID_ATTEMPTS} tries; try again`);
+}
+
+function limitMessage(scope: 'destination' | 'total', open: number, config: CronConfig): string {
+  const remedy = 'list_schedules (/cron list) shows them and remove_schedule (/cron rm <id>) removes one';
+  return scope === 'destination'
+    ? `This chat has ${open} scheduled jobs, its cap (THREADLINE_CRON_MAX_PER_CHAT=${config.maxPerChat}); ${remedy}`
+    : `The gateway has ${open} scheduled jobs, its cap (THREADLINE_CRON_MAX_TOTAL=${config.maxTotal}); ${remedy}`;
+}

@@ -1,0 +1,71 @@
+import { SpanKind, context, trace } from '@opentelemetry/api';
+import Value from 'typebox/value';
+import { ThreadlineError } from '../errors.js';
+import { currentSession, getSession, recordFailure, withSession } from '../session/index.js';
+import { threadlineTracer } from '../telemetry/tracer.js';
+import type { Tool, ToolCall, ToolResult } from './tool.js';
+import { markedFromEnvironment } from './tool-surface.js';
+
+const tracer = threadlineTracer();
+
+/** Decides whether the sender may call an admin-only tool; a refusal is answered by whoever decides. */
+export type Authorize = (toolName: string) => Promise<boolean>;
+
+/**
+ * Calls `tool` inside an `execute_tool <name>` span (GenAI semantic conventions), a child of
+ * the active span, so it carries the session like every span. Arguments are checked against
+ * the tool's schema first, and an admin-only tool asks `authorize`. Throws TL_TOOL_INPUT for
+ * bad arguments, TL_NOT_ADMIN for a refused sender, or what the tool threw.
+ *
+ * Outside any session (a script, the CLI) the call runs in the session the THREADLINE_SESSION_*
+ * variables name, so a tool reads its routing from the context either way; inside one the
+ * environment is never read (pitfall: Stale environment fallback).
+ */
+export function executeTool(tool: Tool, args: unknown, call: ToolCall & { readonly authorize: Authorize }): Promise<ToolResult> {
+  const fromEnvironment = getSession() === undefined ? currentSession() : undefined;
+  if (fromEnvironment === undefined) return traced(tool, args, call);
+  return withSession(fromEnvironment, () => context.with(markedFromEnvironment(), () => traced(tool, args, call)));
+}
+
+function traced(tool: Tool, args: unknown, call: ToolCall & { readonly authorize: Authorize }): Promise<ToolResult> {
+  return tracer.startActiveSpan(
+    `execute_tool ${tool.name}`,
+    {
+      kind: SpanKind.INTERNAL,
+      attributes: {
+        'gen_ai.operation.name': 'execute_tool',
+        'gen_ai.tool.name': tool.name,
+        'gen_ai.tool.type': 'function',
+        ...(call.callId === undefined ? {} : { 'gen_ai.tool.call.id': call.callId }),
+      },
+    },
+    async (span) => {
+      try {
+        const checked = checkArguments(tool, args);
+        if (tool.adminOnly && !(await call.authorize(tool.name))) {
+          throw new ThreadlineError('TL_NOT_ADMIN', `${tool.name} is for admins (THREADLINE_ADMINS)`);
+        }
+        return await tool.run(checked, call);
+      } catch (error) {
+        recordFailure(span, error);
+        if (error instanceof ThreadlineError) span.setAttribute('error.type', error.code);
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}
+
+/** The arguments as the schema states them, or TL_TOOL_INPUT naming the first problem. */
+export function checkArguments(tool: Tool, args: unknown): Record<string, unknown> {
+  if (Value.Check(tool.parameters, args)) return args as Record<string, unknown>;
+  const [first] = Value.Errors(tool.parameters, args);
+  const where = first === undefined || first.instancePath === '' ? '' : ` at ${first.instancePath.slice(1)}`;
+  throw new ThreadlineError('TL_TOOL_INPUT', `${tool.name}: ${first?.message ?? 'arguments do not match its schema'}${where}`);
+}
+
+/** The span of the tool call running now, for a tool that captures its routing (the link of later work). */
+export function activeToolSpan() {
+  return trace.getActiveSpan();
+}

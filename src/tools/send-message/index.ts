@@ -1,0 +1,81 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Type } from 'typebox';
+import { ThreadlineError } from '../../errors.js';
+import { formatDestination, type Destination } from '../../deliveries/delivery.js';
+import { destinationOf } from '../../deliveries/routing-mismatch.js';
+import { parseTarget } from '../../deliveries/target.js';
+import { activeContext, captureRouting, contextWithSession, currentSession, getSession, type Session } from '../../session/index.js';
+import type { Tool } from '../tool.js';
+import type { ToolServices } from '../tool-services.js';
+import { toolSurface } from '../tool-surface.js';
+
+/** The longest text send_message carries, well under every platform's message limit. */
+export const MAX_SEND_CHARS = 4_000;
+
+const parameters = Type.Object(
+  {
+    target: Type.String({ minLength: 1, maxLength: 1_000, description: 'origin, home, home:<platform>, or <platform>:<chat>[:<thread>] with ids percent-encoded' }),
+    text: Type.String({ minLength: 1, maxLength: MAX_SEND_CHARS }),
+  },
+  { additionalProperties: false },
+);
+
+/**
+ * send_message: sends text to another chat or thread, on any enabled platform, as a delivery
+ * of kind `send`, and mirrors it into the target's conversation history with a source label:
+ * the platform of the session it was sent from, or `cli` outside the gateway.
+ */
+export function createSendMessage(services: ToolServices, options: { readonly historyKeep: number }): Tool {
+  return {
+    name: 'send_message',
+    description: 'Send a message to another chat or thread (target: home, home:<platform>, or <platform>:<chat>[:<thread>]).',
+    parameters,
+    adminOnly: true,
+    async run(args) {
+      const { target: targetText, text } = args as { target: string; text: string };
+      const session = currentSession();
+      if (session === undefined) {
+        throw new ThreadlineError('TL_SESSION_MISSING', 'send_message runs in a session: inside the gateway, or with THREADLINE_SESSION_PLATFORM and THREADLINE_SESSION_CHAT_ID set');
+      }
+      const destination = await resolve(services, targetText, session);
+      await services.deliverer.deliver({
+        id: sendId(session, destination, text),
+        kind: 'send',
+        text,
+        target: { to: 'explicit', destination },
+        // Outside the gateway the session comes from the environment: capture that one.
+        origin: captureRouting(getSession() === undefined ? contextWithSession(activeContext(), session) : activeContext()),
+      });
+      const source = toolSurface();
+      await services.store.history.mirror(destination, { role: 'user', text, source, at: services.clock.now() }, options.historyKeep);
+      return { text: `Sent to ${formatDestination(destination)}.` };
+    },
+  };
+}
+
+async function resolve(services: ToolServices, text: string, session: Session): Promise<Destination> {
+  const target = parseTarget(text);
+  const destination =
+    target.to === 'explicit'
+      ? target.destination
+      : target.to === 'origin'
+        ? destinationOf(session)
+        : await services.store.homes.get(target.platform ?? session.platform);
+  if (destination === undefined) {
+    throw new ThreadlineError('TL_HOME_UNSET', `${target.to === 'home' ? (target.platform ?? session.platform) : ''} has no home channel; send /sethome in the chat that should be it`);
+  }
+  if (!services.platforms.has(destination.platform)) {
+    throw new ThreadlineError('TL_TARGET_INVALID', `No platform "${destination.platform}" is enabled in this gateway`);
+  }
+  return destination;
+}
+
+/**
+ * Deterministic within the message that asked (a turn replayed after a crash sends nothing
+ * twice); a fresh id where no inbound message anchors it (a CLI call).
+ */
+function sendId(session: Session, destination: Destination, text: string): string {
+  if (session.messageId === undefined) return `send:${randomUUID()}`;
+  const digest = createHash('sha256').update(`${session.sessionId}\0${session.messageId}\0${formatDestination(destination)}\0${text}`).digest('base64url');
+  return `send:${digest.slice(0, 32)}`;
+}

@@ -1,0 +1,35 @@
+import type { Tool } from '../tool.js';
+import type { BackgroundWork, ToolServices } from '../tool-services.js';
+import type { TerminalConfig } from '../tools-config.js';
+import { killProcessTool, listProcessesTool } from './process-tools.js';
+import { nodeSpawner, type Spawner } from './spawner.js';
+import { terminalTool } from './terminal-tool.js';
+import { TerminalWatchers } from './terminal-watchers.js';
+
+export type { Spawner, SpawnedProcess } from './spawner.js';
+export { TerminalWatchers, ADOPTED_SWEEP_MS } from './terminal-watchers.js';
+
+export interface TerminalOptions {
+  /** Starts processes; a bench injects a fake. Default: node:child_process spawn. */
+  readonly spawner?: Spawner;
+  /** Where commands run. Default: the data directory. */
+  readonly cwd?: string;
+}
+
+export interface Terminal {
+  /** `terminal`, `list_processes`, `kill_process`: admin only, TL_TOOL_DISABLED unless THREADLINE_TERMINAL=1. */
+  readonly tools: Tool[];
+  /** Reports background commands' ends and progress; start() adopts what an earlier gateway left running. */
+  readonly watchers: BackgroundWork & TerminalWatchers;
+}
+
+/** The terminal tools and the watchers of their background commands. */
+export function createTerminal(services: ToolServices, config: TerminalConfig, options: TerminalOptions = {}): Terminal {
+  const watchers = new TerminalWatchers(services, config);
+  const spawner = options.spawner ?? nodeSpawner;
+  const cwd = options.cwd ?? services.dataDir;
+  return {
+    tools: [terminalTool({ services, config, watchers, spawner, cwd }), listProcessesTool(services, config), killProcessTool(services, config, watchers)],
+    watchers,
+  };
+}

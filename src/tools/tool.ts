@@ -1,0 +1,38 @@
+import type { TObject } from 'typebox';
+
+/**
+ * A tool the agent (a command, or the model) can call. It reads platform, chat and thread
+ * from the active context through the session core (getSession, requireSession, sessionEnv),
+ * never from an argument: the gateway runs each call inside the turn's session, and code
+ * outside the gateway falls back to the THREADLINE_SESSION_* variables.
+ */
+export interface Tool {
+  /** `gen_ai.tool.name`, and the function name the model calls. */
+  readonly name: string;
+  /** What the model is told the tool does. */
+  readonly description: string;
+  /** Its arguments (TypeBox, so JSON Schema): checked before every call, whoever makes it. */
+  readonly parameters: TObject;
+  /** Only senders in THREADLINE_ADMINS may call it. */
+  readonly adminOnly: boolean;
+  /**
+   * Runs the call; resolves with what the caller is told (one line or a few). Throws a
+   * ThreadlineError (TL_TOOL_INPUT, TL_TOOL_LIMIT, ...) whose message the user may read.
+   */
+  run(args: Record<string, unknown>, call: ToolCall): Promise<ToolResult>;
+}
+
+/** One call of a tool. */
+export interface ToolCall {
+  /** Aborted by /stop or shutdown: long foreground work stops. */
+  readonly signal: AbortSignal;
+  /** The model's id for the call (`gen_ai.tool.call.id`), when a model made it. */
+  readonly callId?: string | undefined;
+}
+
+export interface ToolResult {
+  /** What the caller is told. */
+  readonly text: string;
+  /** A file to deliver with the answer (the tts tool's voice note). */
+  readonly attachment?: import('../deliveries/delivery.js').Attachment | undefined;
+}

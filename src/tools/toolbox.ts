@@ -1,0 +1,43 @@
+import { createScheduler } from './cron/index.js';
+import { createSendMessage } from './send-message/index.js';
+import { createSkills, type Skills } from './skills/index.js';
+import { createTerminal } from './terminal/index.js';
+import { createTts } from './tts/index.js';
+import type { Tool } from './tool.js';
+import type { BackgroundWork, ToolServices } from './tool-services.js';
+import type { ToolsConfig } from './tools-config.js';
+
+/** Every tool of a gateway, by name, and the background work they keep. */
+export interface Toolbox extends BackgroundWork {
+  readonly tools: ReadonlyMap<string, Tool>;
+  readonly skills: Skills;
+}
+
+/** How many history entries a conversation keeps when no model is configured (mirrors still land). */
+const DEFAULT_HISTORY_KEEP = 40;
+
+/** Builds every tool from the gateway's services; start() and stop() run their background work. */
+export function createToolbox(services: ToolServices, config: ToolsConfig): Toolbox {
+  const terminal = createTerminal(services, config.terminal);
+  const cron = createScheduler(services, config.cron);
+  const skills = createSkills(config.skills, services.logger);
+  const all: Tool[] = [
+    ...terminal.tools,
+    ...cron.tools,
+    createSendMessage(services, { historyKeep: config.llm?.historyMessages ?? DEFAULT_HISTORY_KEEP }),
+    createTts(config.tts),
+    skills.tool,
+  ];
+  const tools = new Map(all.map((tool) => [tool.name, tool]));
+  const background: BackgroundWork[] = [terminal.watchers, cron.scheduler];
+  return {
+    tools,
+    skills,
+    async start() {
+      for (const work of background) await work.start();
+    },
+    async stop() {
+      await Promise.all(background.map((work) => work.stop()));
+    },
+  };
+}

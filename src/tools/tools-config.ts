@@ -1,0 +1,104 @@
+import { commaList } from '../env-vars.js';
+import { ConfigError } from '../errors.js';
+import { readFlag, readInteger, readText, readUrl } from '../config/read-setting.js';
+import { join } from 'node:path';
+
+export interface TerminalConfig {
+  /** THREADLINE_TERMINAL=1. */
+  readonly enabled: boolean;
+  readonly timeoutMs: number;
+  readonly tailChars: number;
+  readonly outputMaxBytes: number;
+  readonly minCheckIntervalMs: number;
+  readonly maxPerChat: number;
+  readonly maxTotal: number;
+}
+
+export interface CronConfig {
+  readonly maxPerChat: number;
+  readonly maxTotal: number;
+}
+
+export interface SkillsConfig {
+  readonly dir: string;
+  /** Per platform, the skills left out; `*` holds those left out everywhere. */
+  readonly disabled: ReadonlyMap<string, ReadonlySet<string>>;
+}
+
+export interface TtsConfig {
+  readonly voice: string;
+  readonly maxChars: number;
+}
+
+export interface LlmConfig {
+  readonly baseUrl: string;
+  readonly model: string;
+  readonly apiKey: string | undefined;
+  readonly timeoutMs: number;
+  readonly maxToolRounds: number;
+  readonly historyMessages: number;
+}
+
+export interface ToolsConfig {
+  readonly terminal: TerminalConfig;
+  readonly cron: CronConfig;
+  readonly skills: SkillsConfig;
+  readonly tts: TtsConfig;
+  /** Present when THREADLINE_LLM_BASE_URL is set. */
+  readonly llm: LlmConfig | undefined;
+}
+
+/** The tools' configuration, read once at start-up through the settings table. */
+export function readToolsConfig(env: NodeJS.ProcessEnv, dataDir: string): ToolsConfig {
+  return {
+    terminal: {
+      enabled: readFlag(env, 'THREADLINE_TERMINAL'),
+      timeoutMs: readInteger(env, 'THREADLINE_TERMINAL_TIMEOUT_S') * 1000,
+      tailChars: readInteger(env, 'THREADLINE_TERMINAL_TAIL_CHARS'),
+      outputMaxBytes: readInteger(env, 'THREADLINE_TERMINAL_OUTPUT_MAX_BYTES'),
+      minCheckIntervalMs: readInteger(env, 'THREADLINE_TERMINAL_MIN_CHECK_INTERVAL_S') * 1000,
+      maxPerChat: readInteger(env, 'THREADLINE_TERMINAL_MAX_PER_CHAT'),
+      maxTotal: readInteger(env, 'THREADLINE_TERMINAL_MAX_TOTAL'),
+    },
+    cron: {
+      maxPerChat: readInteger(env, 'THREADLINE_CRON_MAX_PER_CHAT'),
+      maxTotal: readInteger(env, 'THREADLINE_CRON_MAX_TOTAL'),
+    },
+    skills: {
+      dir: readText(env, 'THREADLINE_SKILLS_DIR') ?? join(dataDir, 'skills'),
+      disabled: parseDisabledSkills(readText(env, 'THREADLINE_SKILLS_DISABLED')),
+    },
+    tts: {
+      voice: readText(env, 'THREADLINE_TTS_VOICE'),
+      maxChars: readInteger(env, 'THREADLINE_TTS_MAX_CHARS'),
+    },
+    llm: llmConfig(env),
+  };
+}
+
+function llmConfig(env: NodeJS.ProcessEnv): LlmConfig | undefined {
+  // All read before the URL decides: a bad value is refused even with the model off.
+  const model = readText(env, 'THREADLINE_LLM_MODEL');
+  const apiKey = readText(env, 'THREADLINE_LLM_API_KEY');
+  const timeoutMs = readInteger(env, 'THREADLINE_LLM_TIMEOUT_MS');
+  const maxToolRounds = readInteger(env, 'THREADLINE_LLM_MAX_TOOL_ROUNDS');
+  const historyMessages = readInteger(env, 'THREADLINE_LLM_HISTORY_MESSAGES');
+  const baseUrl = readUrl(env, 'THREADLINE_LLM_BASE_URL');
+  if (baseUrl === undefined) return undefined;
+  return { baseUrl: baseUrl.replace(/\/$/, ''), model, apiKey, timeoutMs, maxToolRounds, historyMessages };
+}
+
+/** `platform:skill` entries, `*:skill` for every platform. */
+export function parseDisabledSkills(value: string | undefined): ReadonlyMap<string, ReadonlySet<string>> {
+  const disabled = new Map<string, Set<string>>();
+  for (const item of commaList(value)) {
+    const match = /^([a-z*][a-z0-9_-]*):([A-Za-z0-9_.-]+)$/.exec(item);
+    if (match === null || (match[1]!.includes('*') && match[1] !== '*')) {
+      throw new ConfigError('THREADLINE_SKILLS_DISABLED', `"${item.slice(0, 80)}" is not platform:skill (or *:skill)`);
+    }
+    const names = disabled.get(match[1]!) ?? new Set<string>();
+    names.add(match[2]!);
+    disabled.set(match[1]!, names);
+  }
+  return disabled;
+}

@@ -1,0 +1,65 @@
+import { trace } from '@opentelemetry/api';
+import type { Agent, Turn } from '../../../src/agent/agent.js';
+import type { Attachment } from '../../../src/deliveries/delivery.js';
+import { recordFailure, requireSession, withSession, type SessionInput } from '../../../src/session/index.js';
+
+/** A reply the turn made. */
+export interface RecordedReply {
+  readonly text: string;
+  readonly attachment?: Attachment | undefined;
+}
+
+export interface TurnRun {
+  readonly replies: RecordedReply[];
+  /** The trace of the turn's agent.turn span. */
+  readonly traceId: string;
+  /** Commands the turn asked to authorize. */
+  readonly authorized: string[];
+  /** Settles when the agent's handle() does (rejects as it does). */
+  readonly done: Promise<void>;
+}
+
+/**
+ * Runs `agent.handle` as the gateway does: inside the session, under an agent.turn span
+ * (here a root span, the gateway's gateway.message left out). Replies are recorded.
+ */
+export function startTurn(
+  agent: Agent,
+  session: SessionInput,
+  text: string,
+  options: { readonly admin?: boolean; readonly signal?: AbortSignal } = {},
+): TurnRun {
+  const replies: RecordedReply[] = [];
+  const authorized: string[] = [];
+  let traceId = '';
+  const done = withSession(session, () =>
+    trace.getTracer('test').startActiveSpan('agent.turn', async (span) => {
+      traceId = span.spanContext().traceId;
+      const turn: Turn = {
+        session: requireSession(),
+        text,
+        messageId: 'm-1',
+        traceId,
+        signal: options.signal ?? new AbortController().signal,
+        reply: async (replyText, replyOptions) => {
+          replies.push({ text: replyText, attachment: replyOptions?.attachment });
+        },
+        setHome: () => Promise.reject(new Error('not in these tests')),
+        newConversation: () => Promise.resolve(),
+        authorize: async (command) => {
+          authorized.push(command);
+          return options.admin ?? false;
+        },
+      };
+      try {
+        await agent.handle(turn);
+      } catch (error) {
+        recordFailure(span, error);
+        throw error;
+      } finally {
+        span.end();
+      }
+    }),
+  );
+  return { replies, authorized, done, get traceId() { return traceId; } };
+}
