@@ -3,13 +3,9 @@
  * dead letters and queue them again. It opens the store beside a running gateway (WAL) and
  * takes no data-dir lock, so it never stops one from starting.
  */
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { CommanderError, InvalidArgumentError, Option, type Command } from 'commander';
-import { readText } from '../config/read-setting.js';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { formatDestination, type DeliveryRecord } from '../deliveries/delivery.js';
-import { ThreadlineError } from '../errors.js';
-import type { Store } from '../store/store.js';
+import { fail, withStore } from './cli-store.js';
 import { escapeChar, printable, type CliIo } from './io.js';
 
 const DEFAULT_LIMIT = 100;
@@ -82,7 +78,7 @@ export function registerDeliveries(program: Command, io: CliIo): void {
     });
 }
 
-function dataDirOption(): Option {
+export function dataDirOption(): Option {
   return new Option('--data-dir <dir>', "the gateway's data directory (default: THREADLINE_DATA_DIR, else ./data)");
 }
 
@@ -97,37 +93,6 @@ function parseLimit(value: string): number {
 function parseChatId(value: string): string {
   if (value === '') throw new InvalidArgumentError('Give a chat id.');
   return value;
-}
-
-/** Opens the existing store (never creates one), runs `use`, closes it; failures exit 1. */
-async function withStore<T>(dataDir: string | undefined, io: CliIo, use: (store: Store) => Promise<T>): Promise<T> {
-  const path = resolve(dataDir ?? readText(io.env, 'THREADLINE_DATA_DIR'), 'threadline.db');
-  if (!existsSync(path)) {
-    fail(io, `No store at ${path}: pass --data-dir or set THREADLINE_DATA_DIR to the gateway's data directory [TL_STORE_FAILED]`);
-  }
-  // Loaded here, so `start` loads nothing of the store before the telemetry bootstrap.
-  const { SqliteStore } = await import('../store/sqlite-store.js');
-  let store: Store;
-  try {
-    store = await SqliteStore.open(path);
-  } catch (error) {
-    if (error instanceof ThreadlineError) fail(io, `${error.message} [${error.code}]`);
-    throw error;
-  }
-  try {
-    return await use(store);
-  } catch (error) {
-    if (error instanceof ThreadlineError) fail(io, `${error.message} [${error.code}]`);
-    throw error;
-  } finally {
-    await store.close();
-  }
-}
-
-/** Exit 1 with one line; command.error() would also suggest --help, which cannot help here. */
-function fail(io: CliIo, message: string): never {
-  io.err(`threadline: ${message}\n`);
-  throw new CommanderError(1, 'threadline.failed', message);
 }
 
 function toText(records: readonly DeliveryRecord[], limit: number): string {

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * The `threadline` command: `start` (the default) runs the gateway, `config` shows its
- * settings, `doctor` checks what start-up needs, `deliveries` inspects and retries its outbox.
+ * settings, `doctor` checks what start-up needs, `deliveries` inspects and retries its outbox,
+ * `send` sends through it from a script.
  * Exit codes: 0 done, 1 failed (invalid setting, failed check, not found, no store), 2 bad usage.
  */
 import { realpathSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { VERSION } from '../version.js';
 import { registerConfig } from './config.js';
 import { registerDeliveries } from './deliveries.js';
 import { registerDoctor, type DoctorOptions } from './doctor.js';
+import { registerSend } from './send.js';
 import type { CliIo } from './io.js';
 
 function buildProgram(io: CliIo, doctor: DoctorOptions = {}): Command {
@@ -33,6 +35,7 @@ function buildProgram(io: CliIo, doctor: DoctorOptions = {}): Command {
   registerConfig(program, io);
   registerDoctor(program, io, doctor);
   registerDeliveries(program, io);
+  registerSend(program, io);
   return program;
 }
 

@@ -1,0 +1,44 @@
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { runThreadline } from '../../src/cli/threadline.js';
+import { useTestGateways } from '../helpers/gateway.js';
+
+const start = useTestGateways();
+const CLI = fileURLToPath(new URL('../../src/cli/threadline.ts', import.meta.url));
+const TSX = import.meta.resolve('tsx');
+
+function io(env: NodeJS.ProcessEnv = {}) {
+  let out = '';
+  let err = '';
+  return { io: { out: (text: string) => void (out += text), err: (text: string) => void (err += text), env, color: false }, out: () => out, err: () => err };
+}
+
+describe('threadline send', () => {
+  it('from a command started by /run, `origin` is the chat and thread that started it', async () => {
+    const g = await start({ env: { THREADLINE_TERMINAL: '1', THREADLINE_ADMINS: '*' } });
+    await g.send({
+      chat_id: 'ops',
+      thread_id: 'deploys',
+      chat_type: 'group',
+      text: `/run node --import ${TSX} ${CLI} send --data-dir ${g.dataDir} origin halfway there`,
+    });
+    const deliveries = await g.receiver.waitFor(3, 30_000);
+    const sent = deliveries.find((delivery) => delivery.body.kind === 'send');
+    expect(sent?.body).toMatchObject({ chat_id: 'ops', thread_id: 'deploys', text: 'halfway there' });
+    const done = deliveries.find((delivery) => delivery.body.kind === 'notification');
+    expect(done?.body.text).toContain('queued; the running gateway sends it within a second');
+  }, 60_000);
+
+  it('without a session in the environment, says so and exits 1', async () => {
+    const g = await start();
+    const cli = io({ THREADLINE_DATA_DIR: g.dataDir });
+    const saved = process.env['THREADLINE_SESSION_CHAT_ID'];
+    delete process.env['THREADLINE_SESSION_CHAT_ID'];
+    try {
+      expect(await runThreadline(['send', 'origin', 'hello'], cli.io)).toBe(1);
+    } finally {
+      if (saved !== undefined) process.env['THREADLINE_SESSION_CHAT_ID'] = saved;
+    }
+    expect(cli.err()).toContain('[TL_SESSION_MISSING]');
+  });
+});
