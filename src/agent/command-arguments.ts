@@ -29,7 +29,8 @@ export function parseRun(rest: string): ToolRequest {
 
 /** `/remind <n>s|m|h|d <text>`. */
 export function parseRemind(rest: string): ToolRequest {
-  const match = /^(\S+)\s+([\s\S]+)$/.exec(rest);
+  // `10 m stand up` is ten minutes, not ten seconds of "m stand up".
+  const match = /^(\d+\s*[smhd]|\S+)\s+([\s\S]+)$/i.exec(rest.replace(/^(\d+)\s+([smhd])(?=\s)/i, '$1$2'));
   if (match === null) throw usage('/remind <n>s|m|h|d <text>, e.g. /remind 10m stand up');
   return { tool: 'remind', args: { delay: match[1]!, text: match[2]!.trim() } };
 }
@@ -50,6 +51,9 @@ export function parseCron(rest: string): ToolRequest {
   if (to !== null) {
     target = to[1]!;
     text = to[2]!.trim();
+  } else if (/^--to(?:\s|$)/.test(text)) {
+    // `--to <target>` with no text after it: never scheduled as the text "--to <target>".
+    throw usage('/cron "<expression>" --to <target> <text>');
   }
   if (text === '') throw usage('/cron "<expression>" [--to <target>] <text>');
   return { tool: 'schedule', args: { cron: quoted[2]!.trim(), text, ...(target === undefined ? {} : { target }) } };

@@ -612,7 +612,7 @@ export const SETTINGS = {
     default: 10,
     min: 1,
     max: 100_000,
-    description: 'background commands one chat may have running (or ended and not yet reported)',
+    description: 'background commands one chat and thread may have running (or ended and not yet reported)',
   },
   THREADLINE_TERMINAL_MAX_TOTAL: {
     kind: 'integer',
@@ -628,7 +628,7 @@ export const SETTINGS = {
     default: 25,
     min: 1,
     max: 100_000,
-    description: 'reminders and cron jobs one chat may have scheduled',
+    description: 'reminders and cron jobs one chat and thread may have scheduled',
   },
   THREADLINE_CRON_MAX_TOTAL: {
     kind: 'integer',
@@ -706,7 +706,7 @@ export const SETTINGS = {
     default: 8,
     min: 1,
     max: 50,
-    description: 'model requests one turn may make (each answer with tool calls takes another)',
+    description: 'rounds of tool calls one turn may make (then one more request for the answer); at most 16 calls an answer',
   },
   THREADLINE_LLM_HISTORY_MESSAGES: {
     kind: 'integer',

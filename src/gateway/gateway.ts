@@ -29,6 +29,7 @@ import {
 import type { Store, StoredMessage } from '../store/store.js';
 import { GatewayMetrics, type TurnResult } from '../telemetry/gateway-metrics.js';
 import { threadlineTracer } from '../telemetry/tracer.js';
+import { contextWithTurnCalls } from '../tools/call-key.js';
 import { timeOrderedId } from './message-id.js';
 import { SessionScheduler } from './session-scheduler.js';
 
@@ -333,7 +334,8 @@ export class Gateway implements Intake {
   }
 
   private run(job: MessageJob, signal: AbortSignal): Promise<void> {
-    return context.with(job.context, async () => {
+    // A replay of this message numbers its tool calls the same way, so their effects happen once.
+    return context.with(contextWithTurnCalls(job.context, job.id), async () => {
       const { store } = this.options;
       const traceId = job.span.spanContext().traceId;
       let replies = 0;

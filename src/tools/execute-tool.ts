@@ -5,6 +5,7 @@ import { currentSession, getSession, recordFailure, withSession } from '../sessi
 import { threadlineTracer } from '../telemetry/tracer.js';
 import type { Tool, ToolCall, ToolResult } from './tool.js';
 import { markedFromEnvironment } from './tool-surface.js';
+import { nextCallKey } from './call-key.js';
 
 const tracer = threadlineTracer();
 
@@ -21,7 +22,8 @@ export type Authorize = (toolName: string) => Promise<boolean>;
  * variables name, so a tool reads its routing from the context either way; inside one the
  * environment is never read (pitfall: Stale environment fallback).
  */
-export function executeTool(tool: Tool, args: unknown, call: ToolCall & { readonly authorize: Authorize }): Promise<ToolResult> {
+export async function executeTool(tool: Tool, args: unknown, call: ToolCall & { readonly authorize: Authorize }): Promise<ToolResult> {
+  // Async: malformed variables (TL_SESSION_INVALID) reject the call instead of throwing past it.
   const fromEnvironment = getSession() === undefined ? currentSession() : undefined;
   if (fromEnvironment === undefined) return traced(tool, args, call);
   return withSession(fromEnvironment, () => context.with(markedFromEnvironment(), () => traced(tool, args, call)));
@@ -45,7 +47,8 @@ function traced(tool: Tool, args: unknown, call: ToolCall & { readonly authorize
         if (tool.adminOnly && !(await call.authorize(tool.name))) {
           throw new ThreadlineError('TL_NOT_ADMIN', `${tool.name} is for admins (THREADLINE_ADMINS)`);
         }
-        return await tool.run(checked, call);
+        const idempotencyKey = call.idempotencyKey ?? nextCallKey();
+        return await tool.run(checked, idempotencyKey === undefined ? call : { ...call, idempotencyKey });
       } catch (error) {
         recordFailure(span, error);
         if (error instanceof ThreadlineError) span.setAttribute('error.type', error.code);

@@ -28,6 +28,12 @@ export interface ToolCall {
   readonly signal: AbortSignal;
   /** The model's id for the call (`gen_ai.tool.call.id`), when a model made it. */
   readonly callId?: string | undefined;
+  /**
+   * The same for this call when its turn runs again after a crash (the message's id and the
+   * call's place in the turn); undefined outside a turn. A tool with lasting effects (a command
+   * started, a job stored) makes them once per key.
+   */
+  readonly idempotencyKey?: string | undefined;
 }
 
 export interface ToolResult {

@@ -35,6 +35,8 @@ describe('command arguments', () => {
 
   it('/remind takes a delay and the text', () => {
     expect(parseRemind('10m stand up')).toEqual({ tool: 'remind', args: { delay: '10m', text: 'stand up' } });
+    expect(parseRemind('10 m stand up')).toEqual({ tool: 'remind', args: { delay: '10m', text: 'stand up' } });
+    expect(parseRemind('90 stretch')).toEqual({ tool: 'remind', args: { delay: '90', text: 'stretch' } });
     expect(usageError(() => parseRemind('10m'))).toContain('/remind <n>s|m|h|d <text>');
   });
 
@@ -45,6 +47,8 @@ describe('command arguments', () => {
     expect(parseCron('rm c12345')).toEqual({ tool: 'remove_schedule', args: { id: 'c12345' } });
     expect(usageError(() => parseCron('0 9 * * * standup'))).toContain('/cron "<expression>"');
     expect(usageError(() => parseCron('"0 9 * * *"'))).toContain('usage');
+    expect(usageError(() => parseCron('"0 9 * * *" --to home'))).toContain('--to <target> <text>');
+    expect(usageError(() => parseCron('"0 9 * * *" --to'))).toContain('--to <target> <text>');
   });
 
   it('/send takes a target and the text', () => {

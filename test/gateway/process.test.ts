@@ -5,39 +5,25 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DeliveryReceiver } from '../../src/testing/index.js';
 import { until } from '../helpers/gateway.js';
-import { collectOutput, spawnGateway } from '../helpers/gateway-process.js';
+import { collectOutput, spawnGateway, startGatewayProcess, type StartedGateway } from '../helpers/gateway-process.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-interface GatewayProcess {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly exited: Promise<number | null>;
-}
+type GatewayProcess = StartedGateway;
 
 function spawnGatewayWith(env: Record<string, string>, stderr: 'inherit' | 'pipe'): ChildProcess {
   return spawnGateway({ ...process.env, PORT: '0', THREADLINE_LOG_LEVEL: 'warn', ...env }, stderr);
 }
 
 /** Runs `npm start`'s command as a child process and waits for its banner. */
-async function startProcess(env: Record<string, string>): Promise<GatewayProcess> {
-  const child = spawnGatewayWith(env, 'inherit');
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  cleanups.push(() => {
-    child.kill('SIGKILL');
-  });
-  for await (const line of createInterface({ input: child.stdout! })) {
-    const match = /listening on (http:\/\/\S+)/.exec(line);
-    if (match) return { child, url: match[1]!, exited };
-  }
-  throw new Error(`gateway exited before its banner (code ${await exited})`);
+function startProcess(env: Record<string, string>): Promise<GatewayProcess> {
+  return startGatewayProcess(env, (cleanup) => cleanups.push(cleanup));
 }
 
 /** Runs the gateway expecting it to refuse to start: its exit code and what it wrote to stderr. */

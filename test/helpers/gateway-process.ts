@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { until } from './gateway.js';
 
@@ -89,4 +90,29 @@ export async function runGatewayProcess(
   }
   const code = await exited;
   return { output: output(), code };
+}
+
+/** A gateway process that printed its banner. */
+export interface StartedGateway {
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly exited: Promise<number | null>;
+}
+
+/**
+ * Spawns the gateway with this process's environment plus `env` (port 0, warnings and up
+ * logged to the inherited stderr), waits for its banner, and hands `onCleanup` the SIGKILL
+ * that ends it after the test.
+ */
+export async function startGatewayProcess(env: Record<string, string>, onCleanup: (cleanup: () => void) => void): Promise<StartedGateway> {
+  const child = spawnGateway({ ...process.env, PORT: '0', THREADLINE_LOG_LEVEL: 'warn', ...env }, 'inherit');
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  onCleanup(() => {
+    child.kill('SIGKILL');
+  });
+  for await (const line of createInterface({ input: child.stdout! })) {
+    const match = /listening on (http:\/\/\S+)/.exec(line);
+    if (match) return { child, url: match[1]!, exited };
+  }
+  throw new Error(`gateway exited before its banner (code ${await exited})`);
 }

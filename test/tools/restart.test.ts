@@ -1,12 +1,10 @@
-import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DeliveryReceiver, type ReceivedDelivery } from '../../src/testing/index.js';
 import { until } from '../helpers/gateway.js';
-import { spawnGateway } from '../helpers/gateway-process.js';
+import { startGatewayProcess, type StartedGateway } from '../helpers/gateway-process.js';
 import { readOtlpSpans, type OtlpSpan } from '../helpers/otlp-file.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -14,23 +12,8 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-interface GatewayProcess {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly exited: Promise<number | null>;
-}
-
-async function startProcess(env: Record<string, string>): Promise<GatewayProcess> {
-  const child = spawnGateway({ ...process.env, PORT: '0', THREADLINE_LOG_LEVEL: 'warn', ...env }, 'inherit');
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  cleanups.push(() => {
-    child.kill('SIGKILL');
-  });
-  for await (const line of createInterface({ input: child.stdout! })) {
-    const match = /listening on (http:\/\/\S+)/.exec(line);
-    if (match) return { child, url: match[1]!, exited };
-  }
-  throw new Error(`gateway exited before its banner (code ${await exited})`);
+function startProcess(env: Record<string, string>): Promise<StartedGateway> {
+  return startGatewayProcess(env, (cleanup) => cleanups.push(cleanup));
 }
 
 async function post(url: string, body: object): Promise<{ status: number; traceId: string }> {
@@ -101,7 +84,7 @@ describe('background work across a kill -9', () => {
     expect(stillRunning?.body).toMatchObject({ chat_id: 'ops', thread_id: 'deploys' });
     // Three acknowledgements and three reports, each key once (a reply sent just before the
     // kill but not yet recorded may arrive twice, under its one key: at least once).
-    expect(all.length).toBe(6);
+    expect(all.map((d) => `${d.body.kind}: ${d.body.text.slice(0, 60)}`)).toHaveLength(6);
     for (const delivery of receiver.received) expect(receiver.unique().get(delivery.body.idempotency_key)!.body.text).toBe(delivery.body.text);
 
     second.child.kill('SIGTERM');

@@ -14,6 +14,9 @@ import type { ChatCompletionMessageFunctionToolCall, ChatCompletionMessageParam,
 import { runToolCall } from './run-tool-call.js';
 import { toolDefinitions } from './tool-definitions.js';
 
+/** Tool calls run from one answer of the model; the rest are dropped with the answer. */
+export const MAX_CALLS_PER_ANSWER = 16;
+
 /** What the model is always told; skills and the like come after it. */
 export const BASE_PROMPT = [
   'You are the assistant of a chat gateway, answering one chat (and thread) at a time.',
@@ -111,7 +114,10 @@ export class LlmAgent implements Agent {
       if (completion === undefined) return undefined;
       const message = completion.choices[0]!.message;
       const text = message.content ?? '';
-      const calls = (message.tool_calls ?? []).filter((call): call is ChatCompletionMessageFunctionToolCall => call.type === 'function');
+      // Bounded: an answer asking for thousands of calls runs the first few, not all of them.
+      const calls = (message.tool_calls ?? [])
+        .filter((call): call is ChatCompletionMessageFunctionToolCall => call.type === 'function')
+        .slice(0, MAX_CALLS_PER_ANSWER);
       if (calls.length === 0) {
         added.push(assistantEntry(text, [], Date.now()));
         return { text: text.trim() === '' ? '(The model gave no answer.)' : text, attachment };

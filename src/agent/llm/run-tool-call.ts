@@ -32,8 +32,9 @@ export async function runToolCall(
   }
   let args: unknown;
   try {
-    // Some models send an empty string for a call without arguments.
-    args = call.function.arguments.trim() === '' ? {} : JSON.parse(call.function.arguments);
+    // Some models send an empty string for a call without arguments; some endpoints null or an object.
+    const raw: unknown = call.function.arguments;
+    args = raw === null || raw === undefined || (typeof raw === 'string' && raw.trim() === '') ? {} : typeof raw === 'string' ? JSON.parse(raw) : raw;
   } catch (error) {
     return { content: `error: the arguments of ${name} are not valid JSON (${messageOf(error)}); send a JSON object` };
   }

@@ -5,6 +5,7 @@ import type { ScheduleRecord } from '../../store/store.js';
 import type { CronConfig } from '../tools-config.js';
 import type { ToolServices } from '../tool-services.js';
 import { newScheduleId } from './schedule-id.js';
+import { shortIdOf } from '../call-key.js';
 
 /** Fresh ids tried before giving up: with 60 million ids, a second try is already rare. */
 const ID_ATTEMPTS = 8;
@@ -25,12 +26,18 @@ export interface JobSpec {
  * span (each run's link) and its chat and thread (the per-chat cap, list and remove). Throws
  * TL_TOOL_LIMIT when the chat or the gateway has as many jobs as its cap allows.
  */
-export async function addJob(services: ToolServices, config: CronConfig, spec: JobSpec): Promise<ScheduleRecord> {
+export async function addJob(services: ToolServices, config: CronConfig, spec: JobSpec, callKey?: string): Promise<ScheduleRecord> {
   const origin = captureRouting();
   const destination = destinationOf(requireSession());
   const { schedules } = services.store;
+  const keyed = callKey === undefined ? undefined : shortIdOf('c', callKey);
+  if (keyed !== undefined) {
+    const existing = await schedules.get(keyed);
+    // This call ran before its turn was cut short: the job was stored then, not again now.
+    if (existing !== undefined && existing.text === spec.text && existing.origin.session.sessionId === origin.session.sessionId) return existing;
+  }
   for (let attempt = 0; attempt < ID_ATTEMPTS; attempt++) {
-    const id = newScheduleId();
+    const id = attempt === 0 && keyed !== undefined ? keyed : newScheduleId();
     if ((await schedules.get(id)) !== undefined) continue;
     const record: ScheduleRecord = {
       id,

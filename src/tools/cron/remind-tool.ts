@@ -20,11 +20,11 @@ export function remindTool(context: CronToolContext): Tool {
     description: 'Sends a reminder to this chat (and thread) once, after a delay from 1 second to 365 days.',
     parameters,
     adminOnly: false,
-    async run(args) {
+    async run(args, call) {
       const text = checkJobText(args['text'] as string);
       const delay = args['delay'] as string;
       const nextAt = context.services.clock.now() + parseDelay(delay);
-      const job = await addJob(context.services, context.config, { text, target: 'origin', nextAt });
+      const job = await addJob(context.services, context.config, { text, target: 'origin', nextAt }, call.idempotencyKey);
       context.scheduler.wake(job.nextAt);
       return { text: `Reminder ${job.id} set for ${new Date(job.nextAt).toISOString()} (in ${delay.trim()}).` };
     },

@@ -32,7 +32,7 @@ export function scheduleTool(context: CronToolContext): Tool {
       'Schedules a message: repeating on a cron expression, or once after a delay (give exactly one of cron, delay). Delivers to this chat unless a target is given.',
     parameters,
     adminOnly: true,
-    async run(args) {
+    async run(args, call) {
       const { services, config, scheduler } = context;
       const cron = args['cron'] as string | undefined;
       const delay = args['delay'] as string | undefined;
@@ -47,9 +47,9 @@ export function scheduleTool(context: CronToolContext): Tool {
       if (cron === undefined) {
         // A time zone only means something to a cron expression: with a delay it is a mistake worth saying.
         if (timezone !== undefined) throw new ThreadlineError('TL_TOOL_INPUT', 'timezone goes with cron; a delay counts from now in any zone');
-        job = await addJob(services, config, { text, target, nextAt: now + parseDelay(delay!) });
+        job = await addJob(services, config, { text, target, nextAt: now + parseDelay(delay!) }, call.idempotencyKey);
       } else {
-        job = await addCronJob(context, cron.trim(), timezone, text, target, now);
+        job = await addCronJob(context, cron.trim(), timezone, text, target, now, call.idempotencyKey);
       }
       scheduler.wake(job.nextAt);
       const kind = job.cron === undefined ? 'One-shot' : `Cron job "${job.cron}" (${job.timezone ?? DEFAULT_TIMEZONE})`;
@@ -66,9 +66,10 @@ async function addCronJob(
   text: string,
   target: string,
   now: number,
+  callKey: string | undefined,
 ): Promise<ScheduleRecord> {
   const timezone = zone === undefined ? undefined : checkTimezone(zone);
   const nextAt = parseCron(cron, timezone).nextAfter(now);
   if (nextAt === undefined) throw new ThreadlineError('TL_TOOL_INPUT', `"${cron.slice(0, 80)}" never runs again; check its date fields`);
-  return addJob(context.services, context.config, { text, target, cron, timezone: timezone === DEFAULT_TIMEZONE ? undefined : timezone, nextAt });
+  return addJob(context.services, context.config, { text, target, cron, timezone: timezone === DEFAULT_TIMEZONE ? undefined : timezone, nextAt }, callKey);
 }

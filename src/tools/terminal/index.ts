@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import type { Tool } from '../tool.js';
 import type { BackgroundWork, ToolServices } from '../tool-services.js';
 import type { TerminalConfig } from '../tools-config.js';
@@ -24,7 +25,9 @@ export interface Terminal {
 }
 
 /** The terminal tools and the watchers of their background commands. */
-export function createTerminal(services: ToolServices, config: TerminalConfig, options: TerminalOptions = {}): Terminal {
+export function createTerminal(given: ToolServices, config: TerminalConfig, options: TerminalOptions = {}): Terminal {
+  // Absolute: the wrapper runs in `cwd`, where a relative process directory (`./data`, the default) would not exist.
+  const services: ToolServices = { ...given, dataDir: resolve(given.dataDir) };
   const watchers = new TerminalWatchers(services, config);
   const spawner = options.spawner ?? nodeSpawner;
   const cwd = options.cwd ?? services.dataDir;

@@ -6,14 +6,16 @@ const HAS_PROC = existsSync('/proc/self/stat');
 /** How long a group gets between SIGTERM and SIGKILL: enough for a command to clean up and the wrapper to record its status. */
 export const KILL_GRACE_MS = 3000;
 
-/** Sends `signal` to the process group `pgid`; false when the group is gone. */
+/**
+ * Sends `signal` to the process group `pgid`; false when the group is gone, or is not ours to
+ * signal (EPERM: the id was reused by another user's process). Never throws: it runs from timers.
+ */
 export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
   try {
     process.kill(-pgid, signal);
     return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false;
-    throw error;
+  } catch {
+    return false;
   }
 }
 

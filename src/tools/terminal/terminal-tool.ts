@@ -11,6 +11,7 @@ import type { TerminalConfig } from '../tools-config.js';
 import { requireEnabled } from './require-enabled.js';
 import { formatDuration } from './notification-text.js';
 import { newProcessId } from './process-id.js';
+import { shortIdOf } from '../call-key.js';
 import { processDir, removeProcessDir } from './process-files.js';
 import { foregroundText, runForeground } from './run-foreground.js';
 import type { Spawner } from './spawner.js';
@@ -60,7 +61,9 @@ export function terminalTool(deps: TerminalToolDeps): Tool {
     async run(raw, call) {
       requireEnabled(deps.config);
       const args = raw as unknown as TerminalArgs;
-      if (args.background === true) return startBackground(deps, args);
+      // spawn() would throw a TypeError for it, foreground and background alike.
+      if (args.command.includes('\0')) throw new ThreadlineError('TL_TOOL_INPUT', 'The command holds a NUL character, which no shell command can contain; remove it');
+      if (args.background === true) return startBackground(deps, args, call);
       if (args.notify_on_complete !== undefined || args.check_interval !== undefined) {
         throw new ThreadlineError('TL_TOOL_INPUT', 'notify_on_complete and check_interval apply to a background command: set background: true');
       }
@@ -84,13 +87,19 @@ async function runInForeground(deps: TerminalToolDeps, command: string, call: To
   return { text: foregroundText(result, deps.config.timeoutMs) };
 }
 
-async function startBackground(deps: TerminalToolDeps, args: TerminalArgs): Promise<ToolResult> {
+async function startBackground(deps: TerminalToolDeps, args: TerminalArgs, call: ToolCall): Promise<ToolResult> {
   const { services, config } = deps;
   const checkIntervalMs = checkInterval(args.check_interval, config);
   // The routing of this execute_tool span: the watcher's context and the link of its notifications.
   const origin = captureRouting();
   const destination = destinationOf(requireSession());
-  const id = await unusedId(services);
+  const keyed = call.idempotencyKey === undefined ? undefined : shortIdOf('p', call.idempotencyKey);
+  const existing = keyed === undefined ? undefined : await services.store.processes.get(keyed);
+  // This call ran before its turn was cut short: the command was started then, not again now.
+  if (existing !== undefined && existing.command === args.command && existing.origin.session.sessionId === origin.session.sessionId) {
+    return { text: `Started ${existing.id} (pid ${existing.pid}) in the background. /kill ${existing.id} ends it.` };
+  }
+  const id = keyed !== undefined && existing === undefined ? keyed : await unusedId(services);
   const dir = processDir(services.dataDir, id);
   await mkdir(dir, { recursive: true });
   let wrapper;

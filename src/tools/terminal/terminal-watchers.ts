@@ -7,6 +7,7 @@ import type { ProcessExit, ProcessRecord } from '../../store/store.js';
 import { deliverLater } from '../deliver-later.js';
 import type { BackgroundWork, ToolServices } from '../tool-services.js';
 import type { TerminalConfig } from '../tools-config.js';
+import { isPermanentFailure } from './delivery-failure.js';
 import { endText, progressText } from './notification-text.js';
 import { isWrapperAlive, terminateGroup } from './process-group.js';
 import { isProcessId } from './process-id.js';
@@ -184,6 +185,8 @@ export class TerminalWatchers implements BackgroundWork {
         this.watches.delete(watch.id);
       },
       (error: unknown) => {
+        // Retrying a refused destination would log every second and hold a cap slot forever.
+        if (isPermanentFailure(error)) return this.drop(watch, error);
         this.services.logger.error(
           { err: messageOf(error), process: watch.id },
           `terminal: could not report the end of ${watch.id}; retrying in ${ADOPTED_SWEEP_MS / 1000}s`,
@@ -194,6 +197,19 @@ export class TerminalWatchers implements BackgroundWork {
       },
     );
     this.track(work);
+  }
+
+  /** Forgets a command whose end can never be reported (its chat's platform is gone, say), once logged. */
+  private async drop(watch: Watch, error: unknown): Promise<void> {
+    this.services.logger.error({ err: messageOf(error), process: watch.id }, `terminal: the end of ${watch.id} cannot be reported; dropped`);
+    this.watches.delete(watch.id);
+    try {
+      await this.services.store.processes.remove(watch.id);
+      await removeProcessDir(this.dirOf(watch.id));
+    } catch (failure) {
+      // Left in the store: the next start finds it ended and tries once more.
+      this.services.logger.warn({ err: messageOf(failure), process: watch.id }, 'terminal: could not remove a dropped command');
+    }
   }
 
   private async report(watch: Watch, unknownNote: string, wrapperSignal: string | undefined): Promise<void> {

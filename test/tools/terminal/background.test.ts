@@ -1,9 +1,11 @@
 import { existsSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { join, relative } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
 import { useGlobalTracing } from '../../helpers/tracing.js';
 import { withSession } from '../../../src/session/index.js';
+import { ThreadlineError } from '../../../src/errors.js';
 import { ManualClock } from '../../../src/tools/clock.js';
+import { ADOPTED_SWEEP_MS } from '../../../src/tools/terminal/index.js';
 import { fakeSpawner } from './fake-spawner.js';
 import { OTHER_SESSION, ORIGIN_SESSION, startedId, terminalHarness, useDataDirs, useSqliteProcesses } from './terminal-fixture.js';
 
@@ -29,6 +31,18 @@ describe('terminal, background', () => {
     await harness.terminal.watchers.stop();
     expect(await harness.table.all()).toEqual([]);
     expect(existsSync(join(dir, 'processes', id))).toBe(false);
+  });
+
+  it('runs and reports the command with a relative data directory (the default is ./data)', async () => {
+    // Nested, so the path does not happen to mean the same from inside the data directory.
+    const dir = relative(process.cwd(), join(dataDir(), 'nested', 'data'));
+    const harness = terminalHarness({ dataDir: dir });
+    await harness.terminal.watchers.start();
+    const id = startedId(await harness.call('terminal', { command: 'echo hello; exit 4', background: true, notify_on_complete: true }));
+    const done = await harness.deliverer.waitFor(`proc:${id}:done`);
+    await harness.terminal.watchers.stop();
+    expect(done.request.text).toMatch(new RegExp(`^Process ${id} finished: exit 4, after `));
+    expect(done.request.text).toContain('hello\n');
   });
 
   it('delivers in a new trace whose root links to the execute_tool span that started it', async () => {
@@ -71,6 +85,40 @@ describe('terminal, background', () => {
     await harness.terminal.watchers.stop();
     expect(done.session).toMatchObject({ platform: 'telegram', chatId: ORIGIN_SESSION.chatId, threadId: ORIGIN_SESSION.threadId });
     expect(done.request.origin.session).toMatchObject({ chatId: ORIGIN_SESSION.chatId, threadId: ORIGIN_SESSION.threadId });
+  });
+
+  it('retries a report that failed for now, and drops one whose destination is refused', async () => {
+    const clock = new ManualClock(1_000_000);
+    const { spawner, children } = fakeSpawner();
+    const dir = dataDir();
+    const harness = terminalHarness({ dataDir: dir, spawner, clock, table: await sqliteProcesses(dir) });
+    await harness.terminal.watchers.start();
+    const later = startedId(await harness.call('terminal', { command: 'make', background: true, notify_on_complete: true }));
+    const never = startedId(await harness.call('terminal', { command: 'make', background: true, notify_on_complete: true }));
+    const attempts = vi.spyOn(harness.deliverer, 'deliver');
+    const end = async (index: number): Promise<void> => {
+      const before = attempts.mock.calls.length;
+      writeFileSync(join(children[index]!.dir, 'status'), '0\n');
+      children[index]!.emit('exit', 0, null);
+      await expect.poll(() => attempts.mock.calls.length).toBe(before + 1);
+    };
+
+    harness.deliverer.failWith = new ThreadlineError('TL_OUTBOX_FULL', 'the outbox is full');
+    await end(0);
+    harness.deliverer.failWith = undefined;
+    await clock.advance(ADOPTED_SWEEP_MS);
+    await harness.deliverer.waitFor(`proc:${later}:done`);
+
+    harness.deliverer.failWith = new ThreadlineError('TL_TARGET_INVALID', 'No platform "telegram" is enabled in this gateway');
+    await end(1);
+    // Dropped at once: no record holding a cap slot, no retry every second.
+    await expect.poll(() => harness.table.get(never)).toBeUndefined();
+    expect(existsSync(join(dir, 'processes', never))).toBe(false);
+    expect(harness.terminal.watchers.size).toBe(0);
+    await clock.advance(10 * ADOPTED_SWEEP_MS);
+    expect(attempts).toHaveBeenCalledTimes(3);
+    await harness.terminal.watchers.stop();
+    expect(clock.pending).toBe(0);
   });
 
   it('sends one progress update per interval, numbered, until the command ends', async () => {

@@ -114,6 +114,15 @@ describe('terminal refusals', () => {
     expect(children).toHaveLength(0);
   });
 
+  it('refuses a command holding a NUL character with TL_TOOL_INPUT, in the foreground and the background', async () => {
+    const harness = terminalHarness({ dataDir: dataDir() });
+    for (const background of [false, true]) {
+      const error = assertThreadlineError(await rejectionOf(harness.call('terminal', { command: 'echo a\u0000b', background })), 'TL_TOOL_INPUT');
+      expect(error.message).toContain('NUL');
+    }
+    expect(await harness.table.all()).toEqual([]);
+  });
+
   it('refuses background options on a foreground command', async () => {
     const harness = terminalHarness({ dataDir: dataDir(), spawner: fakeSpawner().spawner });
     assertThreadlineError(await rejectionOf(harness.call('terminal', { command: 'true', notify_on_complete: true })), 'TL_TOOL_INPUT');
