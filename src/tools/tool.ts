@@ -1,4 +1,5 @@
 import type { TObject } from 'typebox';
+import type { Attachment } from '../deliveries/delivery.js';
 
 /**
  * A tool the agent (a command, or the model) can call. It reads platform, chat and thread
@@ -40,5 +41,5 @@ export interface ToolResult {
   /** What the caller is told. */
   readonly text: string;
   /** A file to deliver with the answer (the tts tool's voice note). */
-  readonly attachment?: import('../deliveries/delivery.js').Attachment | undefined;
+  readonly attachment?: Attachment | undefined;
 }

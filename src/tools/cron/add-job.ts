@@ -4,8 +4,8 @@ import { captureRouting, requireSession } from '../../session/index.js';
 import type { ScheduleRecord } from '../../store/store.js';
 import type { CronConfig } from '../tools-config.js';
 import type { ToolServices } from '../tool-services.js';
-import { newScheduleId } from './schedule-id.js';
 import { shortIdOf } from '../call-key.js';
+import { newScheduleId } from './schedule-id.js';
 
 /** Fresh ids tried before giving up: with 60 million ids, a second try is already rare. */
 const ID_ATTEMPTS = 8;

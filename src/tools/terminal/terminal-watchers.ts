@@ -1,9 +1,9 @@
 import { readdir } from 'node:fs/promises';
-import { systemClock } from '../clock.js';
 import { join } from 'node:path';
 import { messageOf } from '../../errors.js';
 import { runDetached } from '../../session/index.js';
 import type { ProcessExit, ProcessRecord } from '../../store/store.js';
+import { systemClock } from '../clock.js';
 import { deliverLater } from '../deliver-later.js';
 import type { BackgroundWork, ToolServices } from '../tool-services.js';
 import type { TerminalConfig } from '../tools-config.js';
