@@ -1,8 +1,9 @@
 import { parseTarget } from '../../deliveries/target.js';
-import { ThreadlineError, messageOf, type ErrorCode } from '../../errors.js';
+import { messageOf } from '../../errors.js';
 import { runDetached } from '../../session/index.js';
 import type { ScheduleRecord } from '../../store/store.js';
 import { deliverLater } from '../deliver-later.js';
+import { isTransientFailure } from '../delivery-failure.js';
 import type { BackgroundWork, ToolServices } from '../tool-services.js';
 import { parseCron } from './cron-expression.js';
 
@@ -12,15 +13,6 @@ const DUE_BATCH = 100;
 export const CRON_RETRY_MS = 10_000;
 /** Longest text a notice repeats: with its preamble it stays one chat message. */
 const NOTICE_TEXT_CHARS = 3500;
-
-/** Failures of the moment: the run is left due and tried again; anything else will not heal by waiting. */
-const TRANSIENT: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
-  'TL_STORE_FAILED',
-  'TL_SHUTTING_DOWN',
-  'TL_OUTBOX_FULL',
-  'TL_CHAT_BACKLOG_FULL',
-  'TL_DELIVERY_FAILED',
-]);
 
 /**
  * Runs reminders and cron jobs when they fall due: one Clock timer armed for the earliest
@@ -146,7 +138,7 @@ export class CronScheduler implements BackgroundWork {
         target: parseTarget(job.target),
       });
     } catch (error) {
-      if (isTransient(error)) {
+      if (isTransientFailure(error)) {
         logger.warn({ ...log, err: error }, `a scheduled run could not be delivered for now; retrying in ${CRON_RETRY_MS / 1000}s`);
         return false;
       }
@@ -170,7 +162,7 @@ export class CronScheduler implements BackgroundWork {
       });
       return true;
     } catch (error) {
-      if (isTransient(error)) return false;
+      if (isTransientFailure(error)) return false;
       this.services.logger.error({ schedule: job.id, err: error }, 'the origin of a scheduled run cannot be told either; this run is skipped');
       return true;
     }
@@ -188,8 +180,4 @@ export class CronScheduler implements BackgroundWork {
       return undefined;
     }
   }
-}
-
-function isTransient(error: unknown): boolean {
-  return !(error instanceof ThreadlineError) || TRANSIENT.has(error.code);
 }

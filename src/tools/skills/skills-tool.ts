@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { Tool } from '../tool.js';
 import { MAX_SKILL_FILES } from './skill-limits.js';
 import { selectSkills } from './skill-selection.js';
-import { currentSurface } from './skill-surface.js';
+import { toolSurface } from '../tool-surface.js';
 import type { SkillCatalog } from './skill.js';
 
 /** The tool's answer stays under this many characters, however many skills there are. */
@@ -21,7 +21,7 @@ export function createSkillsTool(catalog: () => SkillCatalog, disabled: Readonly
     description: 'Lists the skills (operator instructions in the system prompt) that apply in this chat, and skill files that are broken.',
     parameters: Type.Object({}, { additionalProperties: false }),
     adminOnly: false,
-    run: async () => ({ text: describeSkills(catalog(), currentSurface(), disabled) }),
+    run: async () => ({ text: describeSkills(catalog(), toolSurface(), disabled) }),
   };
 }
 

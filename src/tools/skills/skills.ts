@@ -4,7 +4,7 @@ import type { SkillsConfig } from '../tools-config.js';
 import { loadSkillCatalog, readSkillFile, scanSkillDirectory, type ReadSkillFile } from './skill-directory.js';
 import { CHANGE_CHECK_INTERVAL_MS, MAX_SKILL_FILES } from './skill-limits.js';
 import { selectSkills } from './skill-selection.js';
-import { currentSurface } from './skill-surface.js';
+import { toolSurface } from '../tool-surface.js';
 import { EMPTY_CATALOG, type SkillCatalog } from './skill.js';
 import { buildSkillsPrompt } from './skills-prompt.js';
 import { createSkillsTool } from './skills-tool.js';
@@ -86,7 +86,7 @@ export function createSkills(config: SkillsConfig, logger: Logger, options: Skil
     tool: createSkillsTool(current, config.disabled),
     systemPrompt() {
       const fresh = current();
-      const surface = currentSurface();
+      const surface = toolSurface();
       let prompt = prompts.get(surface);
       if (prompt === undefined) {
         prompt = buildSkillsPrompt(selectSkills(fresh, surface, config.disabled).applying);

@@ -5,9 +5,9 @@ import { runDetached } from '../../session/index.js';
 import type { ProcessExit, ProcessRecord } from '../../store/store.js';
 import { systemClock } from '../clock.js';
 import { deliverLater } from '../deliver-later.js';
+import { isTransientFailure } from '../delivery-failure.js';
 import type { BackgroundWork, ToolServices } from '../tool-services.js';
 import type { TerminalConfig } from '../tools-config.js';
-import { isPermanentFailure } from './delivery-failure.js';
 import { endText, progressText } from './notification-text.js';
 import { isWrapperAlive, terminateGroup } from './process-group.js';
 import { isProcessId } from './process-id.js';
@@ -186,7 +186,7 @@ export class TerminalWatchers implements BackgroundWork {
       },
       (error: unknown) => {
         // Retrying a refused destination would log every second and hold a cap slot forever.
-        if (isPermanentFailure(error)) return this.drop(watch, error);
+        if (!isTransientFailure(error)) return this.drop(watch, error);
         this.services.logger.error(
           { err: messageOf(error), process: watch.id },
           `terminal: could not report the end of ${watch.id}; retrying in ${ADOPTED_SWEEP_MS / 1000}s`,

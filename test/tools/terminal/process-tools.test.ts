@@ -3,21 +3,12 @@ import { describe, expect, it } from 'vitest';
 import { assertThreadlineError, rejectionOf } from '../../helpers/errors.js';
 import { useGlobalTracing } from '../../helpers/tracing.js';
 import { ManualClock } from '../../../src/tools/clock.js';
-import { KILL_GRACE_MS } from '../../../src/tools/terminal/process-group.js';
+import { KILL_GRACE_MS, signalGroup } from '../../../src/tools/terminal/process-group.js';
 import { fakeSpawner } from './fake-spawner.js';
 import { OTHER_SESSION, ORIGIN_SESSION, startedId, terminalHarness, useDataDirs } from './terminal-fixture.js';
 
 useGlobalTracing();
 const dataDir = useDataDirs();
-
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('kill_process', () => {
   it('kills a command of this chat; the wrapper outlives SIGTERM to record how the command ended', async () => {
@@ -50,7 +41,7 @@ describe('kill_process', () => {
     await harness.terminal.watchers.stop();
     expect(done.request.text).toMatch(new RegExp(`^Process ${id} was killed with /kill \\(ended by SIGKILL\\)`));
     // Its members are gone once reaped (the command by init, as it lost its parent).
-    await expect.poll(() => groupAlive(pid), { timeout: 5000 }).toBe(false);
+    await expect.poll(() => signalGroup(pid, 0), { timeout: 5000 }).toBe(false);
   });
 
   it('refuses a process of another chat as unknown, and leaves it running', async () => {

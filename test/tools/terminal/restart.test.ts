@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { ProcessRecord, ProcessTable } from '../../../src/store/store.js';
 import { describe, expect, it } from 'vitest';
+import { signalGroup } from '../../../src/tools/terminal/process-group.js';
 import { useGlobalTracing } from '../../helpers/tracing.js';
 import { ManualClock } from '../../../src/tools/clock.js';
 import { ADOPTED_SWEEP_MS } from '../../../src/tools/terminal/index.js';
@@ -17,15 +18,6 @@ const sqliteProcesses = useSqliteProcesses();
 
 /** Runs until a file `release` appears in its working directory (the data dir): the test decides when it ends. */
 const WAIT_FOR_RELEASE = 'echo waiting; while [ ! -e release ]; do sleep 0.05; done; echo released; exit 5';
-
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** A gateway's first life: starts the command, then "dies" (its watchers stop; the command keeps running). */
 async function firstLife(dir: string, table: ProcessTable, deliverer: RecordingDeliverer): Promise<{ id: string; pid: number }> {
@@ -92,7 +84,7 @@ describe('terminal watchers across a restart', () => {
     const deliverer = new RecordingDeliverer();
     const { id, pid } = await firstLife(dir, table, deliverer);
     process.kill(-pid, 'SIGKILL');
-    await expect.poll(() => groupAlive(pid), { timeout: 10_000 }).toBe(false);
+    await expect.poll(() => signalGroup(pid, 0), { timeout: 10_000 }).toBe(false);
 
     const second = terminalHarness({ dataDir: dir, table, deliverer });
     await second.terminal.watchers.start();
@@ -121,7 +113,7 @@ describe('terminal watchers across a restart', () => {
     const [record] = JSON.parse(line) as ProcessRecord[];
     gateway.kill('SIGKILL');
     await once(gateway, 'exit');
-    expect(groupAlive(record!.pid)).toBe(true);
+    expect(signalGroup(record!.pid, 0)).toBe(true);
 
     const table = await sqliteProcesses(dir);
     await table.add(record!, { maxPerDestination: 10, maxTotal: 10 });
