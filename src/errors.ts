@@ -137,6 +137,10 @@ export const ERROR_CODES = {
     status: 502,
     summary: 'The model endpoint (THREADLINE_LLM_BASE_URL) refused or failed a request; the turn is answered with the trace id.',
   },
+  TL_TRACE_SOURCE: {
+    status: 502,
+    summary: 'The forensics commands could not read a trace store (Jaeger, Tempo, the trace file): refused, failed, or answered with something that is not traces.',
+  },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import { trace, type Span } from '@opentelemetry/api';
+import { trace, type Attributes, type Span } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError, networkFailure } from '../errors.js';
 import type { Platform } from '../platforms/platform.js';
@@ -261,9 +261,15 @@ export class Outbox {
   }
 }
 
-/** What every gateway.deliver span says about its delivery. */
-export function deliveryAttributes(delivery: Pick<Delivery, 'id' | 'kind' | 'destination'>, attempt: number) {
+/**
+ * What every gateway.deliver span says about its delivery: where it goes, and the routing of
+ * the work that produced it (its origin), so a trace search alone finds where a delivery came
+ * from beside where it went.
+ */
+export function deliveryAttributes(delivery: Pick<Delivery, 'id' | 'kind' | 'destination' | 'origin'>, attempt: number): Attributes {
   const { destination } = delivery;
+  const origin = delivery.origin.session;
+  const work = delivery.origin.origin;
   return {
     'messaging.system': destination.platform,
     'messaging.operation.type': 'send',
@@ -274,5 +280,9 @@ export function deliveryAttributes(delivery: Pick<Delivery, 'id' | 'kind' | 'des
     'routing.destination.platform': destination.platform,
     'routing.destination.chat.id': destination.chatId,
     ...(destination.threadId === undefined ? {} : { 'routing.destination.chat.thread.id': destination.threadId }),
+    'routing.origin.platform': origin.platform,
+    'routing.origin.chat.id': origin.chatId,
+    ...(origin.threadId === undefined ? {} : { 'routing.origin.chat.thread.id': origin.threadId }),
+    ...(work === undefined ? {} : { 'delivery.origin.trace_id': work.traceId, 'delivery.origin.span_id': work.spanId }),
   };
 }

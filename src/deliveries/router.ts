@@ -1,4 +1,4 @@
-import { SpanKind, SpanStatusCode, type Attributes, type Span } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, isSpanContextValid, trace, type Attributes, type Link, type Span, type SpanContext } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { ThreadlineError } from '../errors.js';
 import { getSession, recordFailure, type RoutingSnapshot, type Session } from '../session/index.js';
@@ -9,6 +9,7 @@ import { destinationOf, routingMismatch } from './routing-mismatch.js';
 import type { GatewayMetrics } from '../telemetry/gateway-metrics.js';
 import { threadlineTracer } from '../telemetry/tracer.js';
 import type { Target } from './target.js';
+import { ORIGIN_LINK_ATTRIBUTE } from '../session/snapshot.js';
 
 export interface DeliveryRequest {
   /** Idempotency key; deterministic for replies, so a replayed turn does not send twice. */
@@ -60,9 +61,10 @@ export class DeliveryRouter {
     }
     const origin = request.origin.session as Session;
     const destination = await this.resolve(target, origin);
-    return tracer.startActiveSpan('gateway.deliver', { kind: SpanKind.CLIENT }, async (span) => {
+    return tracer.startActiveSpan('gateway.deliver', { kind: SpanKind.CLIENT, links: originLinks(request.origin) }, async (span) => {
       try {
-        span.setAttributes(deliveryAttributes({ id: request.id, kind: request.kind, destination }, 1));
+        span.setAttributes(deliveryAttributes({ id: request.id, kind: request.kind, destination, origin: request.origin }, 1));
+        span.setAttribute('delivery.target', target.to);
         const mismatch = routingMismatch(origin, destination);
         if (target.to === 'origin' && mismatch !== undefined) this.guard(span, mismatch, destination);
         // An anchor is a message of the origin chat: elsewhere it would quote a stranger's.
@@ -129,6 +131,17 @@ export class DeliveryRouter {
       );
     }
   }
+}
+
+/**
+ * A link to the span that captured the origin when it lies in another trace (work resumed
+ * in a new one, or work that ran in a stranger's context), so Jaeger shows where it came from.
+ */
+function originLinks(origin: RoutingSnapshot): Link[] {
+  const work = origin.origin;
+  if (work === undefined || work.traceId === trace.getActiveSpan()?.spanContext().traceId) return [];
+  const context: SpanContext = { traceId: work.traceId, spanId: work.spanId, traceFlags: work.traceFlags, isRemote: true };
+  return isSpanContextValid(context) ? [{ context, attributes: { [ORIGIN_LINK_ATTRIBUTE]: 'origin' } }] : [];
 }
 
 /** The decoded size of a base64 attachment, without decoding it. */

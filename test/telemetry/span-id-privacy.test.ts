@@ -46,7 +46,7 @@ function deliver(tracing: TestTracing, work: Session, to: Session): ReadableSpan
   tracing.exporter.reset();
   const destination = destinationOf(to);
   const span = tracing.tracer.startSpan('gateway.deliver', {}, contextWithSession(ROOT_CONTEXT, to));
-  span.setAttributes(deliveryAttributes({ id: 'd-1', kind: 'reply', destination }, 1));
+  span.setAttributes(deliveryAttributes({ id: 'd-1', kind: 'reply', destination, origin: { v: 1, session: work } }, 1));
   const mismatch = routingMismatch(work, destination);
   if (mismatch !== undefined) span.addEvent('routing.mismatch', mismatch);
   span.end();
@@ -78,6 +78,9 @@ describe('hmac privacy: ids set by the delivery code carry the pseudonyms chat.i
       'routing.destination.chat.thread.id': span.attributes['chat.thread.id'],
       'delivery.destination': `webhook:${p('team:ops 42%')}:${p('topic:7')}`,
       'delivery.id': 'd-1',
+      // The origin routing every delivery carries, under the same pseudonyms.
+      'routing.origin.chat.id': span.attributes['chat.id'],
+      'routing.origin.chat.thread.id': span.attributes['chat.thread.id'],
     });
     for (const id of PLAIN_IDS) expect(written(span)).not.toContain(id);
     // plain privacy (the default) keeps them as the delivery code set them.
