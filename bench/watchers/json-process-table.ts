@@ -1,5 +1,5 @@
 import { formatDestination, type Destination } from '../../src/deliveries/delivery.js';
-import type { BackgroundCaps, CappedAdd, ProcessExit, ProcessRecord, ProcessTable } from '../../src/store/store.js';
+import type { BackgroundCaps, CappedAdd, ProcessExit, ProcessRecord, ProcessTable, UnreportedProcess } from '../../src/store/store.js';
 
 /** The processes table as rows of JSON in memory: the store's share of the heap, weighed apart from the watchers'. */
 export class JsonProcessTable implements ProcessTable {
@@ -32,6 +32,11 @@ export class JsonProcessTable implements ProcessTable {
   async progressed(id: string, progressSent: number): Promise<void> {
     const record = await this.get(id);
     if (record !== undefined) this.rows.set(id, JSON.stringify({ ...record, progressSent }));
+  }
+
+  /** The forensics read; no test of this stand-in's users asks it. */
+  async unreported(): Promise<UnreportedProcess[]> {
+    throw new Error('not kept by this stand-in');
   }
 
   async remove(id: string): Promise<void> {

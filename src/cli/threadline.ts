@@ -2,8 +2,9 @@
 /**
  * The `threadline` command: `start` (the default) runs the gateway, `config` shows its
  * settings, `doctor` checks what start-up needs, `deliveries` inspects and retries its outbox,
- * `send` sends through it from a script.
- * Exit codes: 0 done, 1 failed (invalid setting, failed check, not found, no store), 2 bad usage.
+ * `send` sends through it from a script, `misroutes` and `trace` read its traces back.
+ * Exit codes: 0 done, 1 failed (invalid setting, failed check, not found, no store; for
+ * misroutes: problems found), 2 bad usage (and an unreadable trace store).
  */
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -13,7 +14,9 @@ import { VERSION } from '../version.js';
 import { registerConfig } from './config.js';
 import { registerDeliveries } from './deliveries.js';
 import { registerDoctor, type DoctorOptions } from './doctor.js';
+import { registerMisroutes } from './misroutes.js';
 import { registerSend } from './send.js';
+import { registerTrace } from './trace.js';
 import type { CliIo } from './io.js';
 
 function buildProgram(io: CliIo, doctor: DoctorOptions = {}): Command {
@@ -36,6 +39,8 @@ function buildProgram(io: CliIo, doctor: DoctorOptions = {}): Command {
   registerDoctor(program, io, doctor);
   registerDeliveries(program, io);
   registerSend(program, io);
+  registerMisroutes(program, io);
+  registerTrace(program, io);
   return program;
 }
 

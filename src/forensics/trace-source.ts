@@ -29,4 +29,6 @@ export interface TraceSource {
   get(traceId: string): Promise<StoredTrace | undefined>;
   /** Where a person opens the trace, or undefined when the source has no viewer. */
   link(traceId: string): string | undefined;
+  /** What the reads so far skipped and a reader should know (printed on stderr). */
+  warnings?(): string[];
 }

@@ -54,6 +54,51 @@ export interface DeliveryRow {
   attachment: string | null;
 }
 
+/** A deliveries row without its text and attachment: what the forensics commands read. */
+export interface DeliveryStateRow {
+  id: string;
+  kind: string;
+  status: string;
+  destination: string;
+  origin: string;
+  attempts: number;
+  attempts_since: number;
+  due_at: number;
+  lease_until: number | null;
+  last_error: string | null;
+  finished_at: number | null;
+}
+
+/** An ended process whose end was not reported, with its completion notice's state (all null when there is none). */
+export interface UnreportedProcessRow extends ProcessRow {
+  notice_status: string | null;
+  notice_kind: string | null;
+  notice_destination: string | null;
+  notice_origin: string | null;
+  notice_attempts: number | null;
+  notice_attempts_since: number | null;
+  notice_due_at: number | null;
+  notice_lease_until: number | null;
+  notice_last_error: string | null;
+  notice_finished_at: number | null;
+}
+
+/**
+ * The named parameters of the forensics reads: only what is due before `before`, at most
+ * `limit`; with `filtered` 1, only what a chat (and thread) matches. `chat_id` and `thread_id`
+ * are plain ids (null: any), matched in routing snapshots; `chat` and `thread` the same ids
+ * percent-encoded, as formatDestination spells them, matched in destinations.
+ */
+export interface OverdueParameters {
+  before: number;
+  limit: number;
+  filtered: 0 | 1;
+  chat_id: string | null;
+  thread_id: string | null;
+  chat: string | null;
+  thread: string | null;
+}
+
 /** A processes row; named parameters of its INSERT too. */
 export interface ProcessRow {
   id: string;
@@ -135,6 +180,34 @@ const DELIVERY_COLUMNS = `id, kind, destination, text, in_reply_to, origin, stat
 const PROCESS_COLUMNS = `id, origin, destination, command, pid, started_at, notify_on_complete, check_interval_ms, progress_sent, ended_at, exit_code, exit_signal, exit_note`;
 const SCHEDULE_COLUMNS = `id, origin, destination, target, text, cron, timezone, next_at, created_at`;
 const HISTORY_COLUMNS = `role, text, source, extra, at`;
+const DELIVERY_STATE_COLUMNS = `id, kind, status, destination, origin, attempts, attempts_since, due_at, lease_until, last_error, finished_at`;
+
+/**
+ * True when the destination spelled in `column` (formatDestination's `platform:chat[:thread]`,
+ * or NULL) is of the asked chat and thread (OverdueParameters). Encoded ids hold no ':', so
+ * after the platform comes the chat, then ':' and the thread when there is one.
+ */
+function destinationMatches(column: string): string {
+  const rest = `substr(${column}, instr(${column}, ':') + 1)`;
+  return `(instr(${column}, ':') > 0
+    AND (@chat IS NULL OR ${rest} = @chat OR substr(${rest}, 1, length(@chat) + 1) = @chat || ':')
+    AND (@thread IS NULL OR (instr(${rest}, ':') > 0 AND substr(${rest}, instr(${rest}, ':') + 1) = @thread)))`;
+}
+
+/** True when the routing snapshot (JSON) in `column` is of the asked chat and thread (OverdueParameters). */
+function originMatches(column: string): string {
+  return `(json_valid(${column})
+    AND (@chat_id IS NULL OR json_extract(${column}, '$.session.chatId') = @chat_id)
+    AND (@thread_id IS NULL OR json_extract(${column}, '$.session.threadId') = @thread_id))`;
+}
+
+/** The id of the process whose completion notice is the delivery `id` (`proc:<id>:done`), else NULL. */
+function processOfNotice(id: string): string {
+  return `(CASE WHEN substr(${id}, 1, 5) = 'proc:' AND substr(${id}, -5) = ':done' THEN substr(${id}, 6, length(${id}) - 10) END)`;
+}
+
+/** A process that asked to be told of its end and ended before @before: its notice is due. */
+const UNREPORTED_PROCESS = `processes.notify_on_complete = 1 AND processes.ended_at < @before`;
 /** Longest exit note kept: it explains an end, it is not the command's output. */
 const MAX_EXIT_NOTE = 1000;
 
@@ -226,6 +299,22 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
   const getEpoch = statement<{ epoch: number }>('SELECT epoch FROM conversations WHERE key = ?');
   const nextEpoch = statement<{ epoch: number }>(
     'INSERT INTO conversations (key, epoch) VALUES (?, 1) ON CONFLICT (key) DO UPDATE SET epoch = epoch + 1 RETURNING epoch',
+  );
+
+  // Each status read through its own index (pending and failed by when their series began; only
+  // heads are ever being sent), newest first, then merged. A process's completion notice is
+  // reported with its process while the process is in its table (unreportedProcesses).
+  const overdueOf = (where: string) =>
+    `SELECT * FROM (SELECT ${DELIVERY_STATE_COLUMNS} FROM deliveries WHERE ${where} AND attempts_since < @before
+       AND (@filtered = 0 OR ${destinationMatches('destination')} OR ${originMatches('origin')})
+       AND NOT EXISTS (SELECT 1 FROM processes WHERE processes.id = ${processOfNotice('deliveries.id')} AND ${UNREPORTED_PROCESS})
+       ORDER BY attempts_since DESC, id DESC LIMIT @limit)`;
+  const overdueDeliveries = statement<DeliveryStateRow>(
+    `SELECT ${DELIVERY_STATE_COLUMNS} FROM (
+       ${overdueOf(`status = 'pending'`)}
+       UNION ALL ${overdueOf(`head = 1 AND status = 'sending'`)}
+       UNION ALL ${overdueOf(`status = 'failed'`)})
+     ORDER BY attempts_since DESC, id DESC LIMIT @limit`,
   );
 
   const tools = toolOperations(db);
@@ -323,6 +412,8 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
     /** The newest deliveries (failed ones only, if asked) to the chat spelled `chat` ('' for all). */
     listDeliveries: (failedOnly: boolean, chat: string, limit: number): DeliveryRow[] =>
       (failedOnly ? listFailed : listAll).all({ chat, limit }),
+    /** Deliveries not done whose series of attempts began before `before`, newest first (see OutboxStore.overdue). */
+    overdueDeliveries: (parameters: OverdueParameters): DeliveryStateRow[] => overdueDeliveries.all(parameters),
     pressure: (maxOpenPerDestination: number): { open: number; fullDestinations: number; oldestOpenSince: number | undefined } => ({
       open: openTotal.get()!.open,
       fullDestinations: fullDestinations.get(maxOpenPerDestination)!.n,
@@ -370,6 +461,17 @@ function toolOperations(db: Database.Database) {
   const processEnded = statement(`UPDATE processes SET ended_at = ?, exit_code = ?, exit_signal = ?, exit_note = ? WHERE id = ?`);
   const processProgressed = statement(`UPDATE processes SET progress_sent = ? WHERE id = ?`);
   const removeProcess = statement(`DELETE FROM processes WHERE id = ?`);
+  // Its notice looked up by id: one row at most, recorded but not done, or none at all.
+  const unreportedProcesses = statement<UnreportedProcessRow>(
+    `SELECT ${PROCESS_COLUMNS.split(', ').map((column) => `processes.${column}`).join(', ')},
+       notice.status AS notice_status, notice.kind AS notice_kind, notice.destination AS notice_destination, notice.origin AS notice_origin,
+       notice.attempts AS notice_attempts, notice.attempts_since AS notice_attempts_since, notice.due_at AS notice_due_at,
+       notice.lease_until AS notice_lease_until, notice.last_error AS notice_last_error, notice.finished_at AS notice_finished_at
+     FROM processes LEFT JOIN deliveries AS notice ON notice.id = 'proc:' || processes.id || ':done'
+     WHERE ${UNREPORTED_PROCESS} AND (notice.status IS NULL OR notice.status <> 'done')
+       AND (@filtered = 0 OR ${destinationMatches('processes.destination')} OR ${originMatches('processes.origin')})
+     ORDER BY processes.ended_at DESC, processes.id DESC LIMIT @limit`,
+  );
 
   const addSchedule = capped<ScheduleRow>('schedules', SCHEDULE_COLUMNS);
   const dueSchedules = statement<ScheduleRow>(`SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE next_at <= ? ORDER BY next_at, id LIMIT ?`);
@@ -380,6 +482,19 @@ function toolOperations(db: Database.Database) {
   const rescheduled = statement(`UPDATE schedules SET next_at = ? WHERE id = ? AND next_at = ?`);
   const finishedSchedule = statement(`DELETE FROM schedules WHERE id = ? AND next_at = ?`);
   const removeSchedule = statement(`DELETE FROM schedules WHERE id = ?`);
+  // A run's destination: the origin's chat (the destination column), an explicit target, or the
+  // home channel of the target's platform (the origin's for a bare `home`), joined by its key.
+  const homeTarget = `(substr(schedules.target, 1, 5) = 'home:' AND instr(substr(schedules.target, 6), ':') = 0)`;
+  const explicitTarget = `(CASE WHEN schedules.target <> 'origin' AND schedules.target <> 'home' AND NOT ${homeTarget} THEN schedules.target END)`;
+  const overdueSchedules = statement<ScheduleRow>(
+    `SELECT ${SCHEDULE_COLUMNS.split(', ').map((column) => `schedules.${column}`).join(', ')}
+     FROM schedules LEFT JOIN homes ON @filtered = 1 AND homes.platform = (CASE WHEN schedules.target = 'home'
+       THEN json_extract(schedules.origin, '$.session.platform') WHEN ${homeTarget} THEN substr(schedules.target, 6) END)
+     WHERE schedules.next_at < @before
+       AND (@filtered = 0 OR ${destinationMatches('schedules.destination')} OR ${destinationMatches(explicitTarget)}
+         OR ${destinationMatches('homes.destination')} OR ${originMatches('schedules.origin')})
+     ORDER BY schedules.next_at DESC, schedules.id DESC LIMIT @limit`,
+  );
 
   const appendHistory = statement(
     `INSERT INTO history (session_id, destination, role, text, source, extra, at) VALUES (@session_id, @destination, @role, @text, @source, @extra, @at)`,
@@ -418,6 +533,8 @@ function toolOperations(db: Database.Database) {
     removeProcess(id: string): void {
       removeProcess.run(id);
     },
+    /** Ended processes to report, ended before `before`, whose notice is not done; latest end first. */
+    unreportedProcesses: (parameters: OverdueParameters): UnreportedProcessRow[] => unreportedProcesses.all(parameters),
     /** Adds a reminder or cron job unless a cap refuses it; a duplicate id fails the call. */
     addSchedule,
     dueSchedules: (now: number, limit: number): ScheduleRow[] => dueSchedules.all(now, limit),
@@ -428,6 +545,8 @@ function toolOperations(db: Database.Database) {
     advanceSchedule: (id: string, ranAt: number, nextAt: number | null): boolean =>
       (nextAt === null ? finishedSchedule.run(id, ranAt) : rescheduled.run(nextAt, id, ranAt)).changes === 1,
     removeSchedule: (id: string): boolean => removeSchedule.run(id).changes === 1,
+    /** Schedules due before `before` (their run has not happened), latest due first. */
+    overdueSchedules: (parameters: OverdueParameters): ScheduleRow[] => overdueSchedules.all(parameters),
     /** Appends a session's entries in order and keeps its newest `keep`. */
     appendHistory(sessionId: string, destination: string, entries: readonly HistoryRow[], keep: number): void {
       for (const entry of entries) appendHistory.run({ session_id: sessionId, destination, ...entry });

@@ -30,6 +30,7 @@ CREATE TABLE IF NOT EXISTS processes (
   exit_note TEXT
 );
 CREATE INDEX IF NOT EXISTS processes_destination ON processes (destination);
+CREATE INDEX IF NOT EXISTS processes_ended ON processes (ended_at) WHERE ended_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS schedules (
   id TEXT PRIMARY KEY,
   origin TEXT NOT NULL,

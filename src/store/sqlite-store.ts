@@ -2,20 +2,23 @@ import { LRUCache } from 'lru-cache';
 import { formatDestination, parseDestination, type Attachment, type Delivery, type DeliveryRecord, type Destination } from '../deliveries/delivery.js';
 import { messageOf } from '../errors.js';
 import { sessionIdOfKey, type RoutingSnapshot } from '../session/index.js';
-import type { DeliveryRow, HistoryRow, ProcessRow, Retention, ScheduleRow } from './sqlite-operations.js';
+import type { DeliveryRow, DeliveryStateRow, HistoryRow, OverdueParameters, ProcessRow, Retention, ScheduleRow, UnreportedProcessRow } from './sqlite-operations.js';
 import { SqliteConnection } from './sqlite-connection.js';
 import type {
   Conversations,
+  DeliveryState,
   HistoryEntry,
   HistoryLog,
   HomeChannels,
   MessageLog,
   OutboxStore,
+  OverdueQuery,
   ProcessRecord,
   ProcessTable,
   ScheduleRecord,
   ScheduleTable,
   Store,
+  UnreportedProcess,
 } from './store.js';
 
 /** Conversation epochs kept in memory; a miss costs one read. */
@@ -138,7 +141,47 @@ function outbox(thread: SqliteConnection): OutboxStore {
       return rows.map(toRecord);
     },
     pressure: (maxOpenPerDestination) => thread.call('pressure', maxOpenPerDestination),
+    overdue: async (query) => (await thread.call('overdueDeliveries', overdueParameters(query))).map(toDeliveryState),
   };
+}
+
+/** A query's named parameters: ids plain for routing snapshots, encoded for destinations. */
+function overdueParameters(query: OverdueQuery): OverdueParameters {
+  const { chatId, threadId } = query;
+  return {
+    before: query.before,
+    limit: atLeastZero(query.limit),
+    filtered: chatId === undefined && threadId === undefined ? 0 : 1,
+    chat_id: chatId ?? null,
+    thread_id: threadId ?? null,
+    chat: chatId === undefined ? null : encodeURIComponent(chatId),
+    thread: threadId === undefined ? null : encodeURIComponent(threadId),
+  };
+}
+
+function toDeliveryState(row: DeliveryStateRow): DeliveryState {
+  return {
+    id: row.id,
+    kind: row.kind as DeliveryState['kind'],
+    status: row.status as DeliveryState['status'],
+    destination: row.destination,
+    origin: parseRouting(row.origin),
+    attempts: row.attempts,
+    attemptsSince: row.attempts_since,
+    dueAt: row.due_at,
+    ...(row.lease_until === null ? {} : { leaseUntil: row.lease_until }),
+    ...(row.last_error === null ? {} : { lastError: row.last_error }),
+    ...(row.finished_at === null ? {} : { finishedAt: row.finished_at }),
+  };
+}
+
+/** A stored snapshot, or undefined when it is not JSON: a forensic read reports what it can of a damaged row. */
+function parseRouting(json: string): RoutingSnapshot | undefined {
+  try {
+    return JSON.parse(json) as RoutingSnapshot;
+  } catch {
+    return undefined;
+  }
 }
 
 function toRecord(row: DeliveryRow): DeliveryRecord {
@@ -213,7 +256,27 @@ function processTable(thread: SqliteConnection): ProcessTable {
     ended: (id, exit) => thread.call('processEnded', id, exit.endedAt, exit.code ?? null, exit.signal ?? null, exit.note ?? null),
     progressed: (id, progressSent) => thread.call('processProgressed', id, progressSent),
     remove: (id) => thread.call('removeProcess', id),
+    unreported: async (query) => (await thread.call('unreportedProcesses', overdueParameters(query))).map(toUnreportedProcess),
   };
+}
+
+function toUnreportedProcess(row: UnreportedProcessRow): UnreportedProcess {
+  const record = toProcessRecord(row) as UnreportedProcess['record'];
+  if (row.notice_status === null) return { record };
+  const notice = toDeliveryState({
+    id: `proc:${row.id}:done`,
+    kind: row.notice_kind!,
+    status: row.notice_status,
+    destination: row.notice_destination!,
+    origin: row.notice_origin!,
+    attempts: row.notice_attempts!,
+    attempts_since: row.notice_attempts_since!,
+    due_at: row.notice_due_at!,
+    lease_until: row.notice_lease_until,
+    last_error: row.notice_last_error,
+    finished_at: row.notice_finished_at,
+  });
+  return { record, notice };
 }
 
 function toProcessRow(record: ProcessRecord): ProcessRow {
@@ -270,6 +333,7 @@ function scheduleTable(thread: SqliteConnection): ScheduleTable {
     },
     advance: (id, ranAt, nextAt) => thread.call('advanceSchedule', id, ranAt, nextAt ?? null),
     remove: (id) => thread.call('removeSchedule', id),
+    overdue: async (query) => (await thread.call('overdueSchedules', overdueParameters(query))).map(toScheduleRecord),
   };
 }
 

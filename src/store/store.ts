@@ -1,4 +1,4 @@
-import type { Delivery, DeliveryRecord, Destination } from '../deliveries/delivery.js';
+import type { Delivery, DeliveryKind, DeliveryRecord, DeliveryStatus, Destination } from '../deliveries/delivery.js';
 import type { RoutingSnapshot } from '../session/index.js';
 
 /**
@@ -102,6 +102,44 @@ export interface OutboxStore {
   /** The newest deliveries, failed ones only if asked, of one chat if asked. */
   list(filter: { readonly failedOnly?: boolean; readonly chatId?: string; readonly limit: number }): Promise<DeliveryRecord[]>;
   pressure(maxOpenPerDestination: number): Promise<OutboxPressure>;
+  /**
+   * Deliveries not done (pending, being sent, or failed) whose current series of attempts began
+   * before `query.before`, that series' start newest first. The completion notice of a process
+   * still in the process table is left out: ProcessTable.unreported reports it with its process.
+   */
+  overdue(query: OverdueQuery): Promise<DeliveryState[]>;
+}
+
+/**
+ * What the forensics commands ask of the store: work due before `before`, newest first, at most
+ * `limit`; of one chat (and thread) if asked, matched against where the work goes and where it came from.
+ */
+export interface OverdueQuery {
+  /** ms since the epoch: only what was due strictly before it. */
+  readonly before: number;
+  readonly limit: number;
+  /** Plain ids, as the chat's platform spells them. */
+  readonly chatId?: string | undefined;
+  readonly threadId?: string | undefined;
+}
+
+/** A delivery as the forensics commands read it: its state and routing, without its text or attachment. */
+export interface DeliveryState {
+  readonly id: string;
+  readonly kind: DeliveryKind;
+  readonly status: DeliveryStatus;
+  /** As stored (formatDestination's spelling); it may not parse: such a delivery was given up as unreadable. */
+  readonly destination: string;
+  /** Undefined when the stored snapshot is not JSON. */
+  readonly origin: RoutingSnapshot | undefined;
+  readonly attempts: number;
+  /** When its current series of attempts began: when it was due. */
+  readonly attemptsSince: number;
+  /** When its next attempt is due (pending) or was last due. */
+  readonly dueAt: number;
+  readonly leaseUntil?: number;
+  readonly lastError?: string;
+  readonly finishedAt?: number;
 }
 
 /** The per-platform home channel set by /sethome; target of `home` deliveries. */
@@ -175,6 +213,17 @@ export interface ProcessTable {
   progressed(id: string, progressSent: number): Promise<void>;
   /** Its last notification is recorded (or none was asked for): forget it. */
   remove(id: string): Promise<void>;
+  /**
+   * Ended processes that asked to be told of their end, ended before `query.before`, whose
+   * completion notice (`proc:<id>:done`) is not recorded as done; latest end first.
+   */
+  unreported(query: OverdueQuery): Promise<UnreportedProcess[]>;
+}
+
+/** An ended process whose end was not reported, and its completion notice when the outbox has one. */
+export interface UnreportedProcess {
+  readonly record: ProcessRecord & { readonly exit: ProcessExit };
+  readonly notice?: DeliveryState;
 }
 
 /** A reminder (one shot) or a cron job, with where it reports. */
@@ -216,6 +265,11 @@ export interface ScheduleTable {
   advance(id: string, ranAt: number, nextAt: number | undefined): Promise<boolean>;
   /** True when it existed. */
   remove(id: string): Promise<boolean>;
+  /**
+   * Records due before `query.before` (their run has not happened), latest due first. A chat
+   * matches the record's destination, origin, explicit target, or the home channel it targets.
+   */
+  overdue(query: OverdueQuery): Promise<ScheduleRecord[]>;
 }
 
 /** One entry of a conversation as the model sees it. */

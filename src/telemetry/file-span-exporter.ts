@@ -1,4 +1,4 @@
-import { createWriteStream, mkdirSync, renameSync, statSync, unlinkSync, type WriteStream } from 'node:fs';
+import { closeSync, createWriteStream, mkdirSync, openSync, readSync, renameSync, statSync, unlinkSync, type WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
@@ -80,6 +80,11 @@ export class FileSpanExporter implements SpanExporter {
       });
       this.stream = stream;
       this.size = sizeOf(this.path);
+      // A batch cut off by a crash: end its line, so the next one is not glued to it.
+      if (this.size > 0 && !endsWithNewline(this.path, this.size)) {
+        stream.write(NEWLINE);
+        this.size += 1;
+      }
     }
     return this.stream;
   }
@@ -103,6 +108,17 @@ export class FileSpanExporter implements SpanExporter {
     }
     return this.open();
   }
+}
+
+function endsWithNewline(path: string, size: number): boolean {
+  const last = Buffer.alloc(1);
+  const fd = openSync(path, 'r');
+  try {
+    readSync(fd, last, 0, 1, size - 1);
+  } finally {
+    closeSync(fd);
+  }
+  return last[0] === NEWLINE[0];
 }
 
 function sizeOf(path: string): number {

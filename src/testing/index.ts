@@ -7,3 +7,4 @@ export { FakeSlack, type SlackSent, type SlackFileSent } from './fake-slack.js';
 export { ManualClock, type Clock } from '../tools/clock.js';
 export type { Tool, ToolResult, ToolCall } from '../tools/tool.js';
 export { FakeOpenAI, MAX_RECORDED_REQUESTS, type FakeChatRequest, type FakeCompletion, type FakeOpenAIScript, type FakeAnswerOptions, type FakeToolCall } from './fake-openai.js';
+export type { Misroute, RoutingView, SpanRef, WorkRef } from '../forensics/findings.js';

@@ -20,6 +20,8 @@ import { FakeSlack } from './fake-slack.js';
 import { FakeTelegram } from './fake-telegram.js';
 import { installTestMetrics, type CollectedMetrics } from './test-metrics.js';
 import { installTestTelemetry, type TestTelemetry } from './test-telemetry.js';
+import { misroutesIn } from './test-misroutes.js';
+import type { Misroute } from '../forensics/findings.js';
 
 export interface TestGatewayOptions {
   /** Extra configuration variables, as the gateway would read them from the environment. */
@@ -102,6 +104,12 @@ export interface TestGateway {
    * gateway. Throws when another meter provider was registered before the first test gateway.
    */
   metrics(): Promise<CollectedMetrics>;
+  /**
+   * The misroutes among the spans this process has ended so far (every test gateway's), as
+   * `threadline misroutes` finds them: [] when every delivery went where its work came from.
+   * Await the deliveries first (`receiver.waitFor`), so their spans have ended.
+   */
+  misroutes(): Promise<Misroute[]>;
   /** The newest deliveries in the outbox (failed ones only, of one chat, if asked): status, attempts, last error. */
   deliveries(filter?: { failedOnly?: boolean; chatId?: string; limit?: number }): Promise<DeliveryRecord[]>;
   /**
@@ -222,6 +230,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
         );
     },
     metrics: () => metrics.collect(),
+    misroutes: () => misroutesIn(telemetry.spans()),
     deliveries: (filter = {}) => running.gateway.outbox.list({ limit: 1_000, ...filter }),
     restart: async () => {
       await running.stop();

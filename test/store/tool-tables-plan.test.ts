@@ -34,7 +34,7 @@ describe('the tools\' tables', () => {
     expect(walks).toEqual([]);
     // The history and schedule reads use the indexes named for them.
     const plans = statements.map((sql) => planOf(db, sql).join(' | ')).join('\n');
-    for (const index of ['history_session', 'history_mirrored', 'history_age', 'schedules_next', 'schedules_destination', 'processes_destination']) {
+    for (const index of ['history_session', 'history_mirrored', 'history_age', 'schedules_next', 'schedules_destination', 'processes_destination', 'processes_ended']) {
       expect(plans).toContain(index);
     }
     db.close();

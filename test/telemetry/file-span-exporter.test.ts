@@ -1,10 +1,10 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FileSpanExporter } from '../../src/telemetry/index.js';
-import { otlpAttribute, readOtlpLines as lines } from '../helpers/otlp-file.js';
+import { otlpAttribute, readOtlpLines as lines, type OtlpLine } from '../helpers/otlp-file.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 import { createTestTracing } from '../helpers/tracing.js';
 
@@ -59,6 +59,21 @@ describe('FileSpanExporter', () => {
     await exported(exporter, spans('two'));
     await exporter.shutdown();
     expect(lines(path).map((line) => line.resourceSpans[0]!.scopeSpans[0]!.spans[0]!.name)).toEqual(['earlier', 'one', 'two']);
+  });
+
+  it('starts a new line after a batch an earlier run left cut off (a crash mid-write)', async () => {
+    const path = newPath();
+    const earlier = new FileSpanExporter(path);
+    await exported(earlier, spans('earlier'));
+    await earlier.shutdown();
+    writeFileSync(path, '{"resourceSpans":[{"cut', { flag: 'a' });
+
+    const exporter = new FileSpanExporter(path);
+    await exported(exporter, spans('after'));
+    await exporter.shutdown();
+    const text = readFileSync(path, 'utf8').split('\n');
+    expect(text[1]).toBe('{"resourceSpans":[{"cut');
+    expect((JSON.parse(text[2]!) as OtlpLine).resourceSpans[0]!.scopeSpans[0]!.spans[0]!.name).toBe('after');
   });
 
   it('flushes pending writes on shutdown', async () => {

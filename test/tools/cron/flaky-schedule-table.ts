@@ -14,6 +14,7 @@ export class FlakyScheduleTable implements ScheduleTable {
 
   add: ScheduleTable['add'] = (...args) => this.call(() => this.inner.add(...args));
   due: ScheduleTable['due'] = (...args) => this.call(() => this.inner.due(...args));
+  overdue: ScheduleTable['overdue'] = (...args) => this.call(() => this.inner.overdue(...args));
   nextAt: ScheduleTable['nextAt'] = () => this.call(() => this.inner.nextAt());
   ofDestination: ScheduleTable['ofDestination'] = (...args) => this.call(() => this.inner.ofDestination(...args));
   get: ScheduleTable['get'] = (...args) => this.call(() => this.inner.get(...args));

@@ -1,5 +1,5 @@
 import { formatDestination, type Destination } from '../../../src/deliveries/delivery.js';
-import type { BackgroundCaps, CappedAdd, ProcessExit, ProcessRecord, ProcessTable } from '../../../src/store/store.js';
+import type { BackgroundCaps, CappedAdd, ProcessExit, ProcessRecord, ProcessTable, UnreportedProcess } from '../../../src/store/store.js';
 
 /** The processes table in memory, records kept as JSON as a database would: a test's stand-in for SQLite. */
 export class MemoryProcessTable implements ProcessTable {
@@ -33,6 +33,11 @@ export class MemoryProcessTable implements ProcessTable {
 
   async progressed(id: string, progressSent: number): Promise<void> {
     await this.update(id, (record) => ({ ...record, progressSent }));
+  }
+
+  /** The forensics read; no test of this stand-in's users asks it. */
+  async unreported(): Promise<UnreportedProcess[]> {
+    throw new Error('not kept by this stand-in');
   }
 
   async remove(id: string): Promise<void> {

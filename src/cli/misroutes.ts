@@ -1,0 +1,124 @@
+/**
+ * `threadline misroutes`: the deliveries that went, or were about to go, to another
+ * conversation than the work that produced them, and the work that was due and never
+ * delivered, from Jaeger, Tempo or the local trace file (and the store, for lost work).
+ * Exit 0: none found; 1: some found; 2: a usage error or a trace store that could not be read.
+ */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { CommanderError, Option, type Command } from 'commander';
+import { readText } from '../config/read-setting.js';
+import { ThreadlineError } from '../errors.js';
+import type { Finding, LostWork } from '../forensics/findings.js';
+import { findMisroutes } from '../forensics/find-misroutes.js';
+import { findLostInTraces } from '../forensics/lost-in-traces.js';
+import { findingsJson, findingsText } from '../forensics/render-findings.js';
+import type { StoredTrace } from '../forensics/trace-model.js';
+import type { TraceSource } from '../forensics/trace-source.js';
+import type { CliIo } from './io.js';
+import {
+  addSourceOptions,
+  chatOption,
+  idAsStamped,
+  openSource,
+  parseDuration,
+  printWarnings,
+  readingSource,
+  serviceName,
+  usage,
+  type SourceOptions,
+} from './trace-sources.js';
+
+interface MisroutesOptions extends SourceOptions {
+  readonly lostAfter: number;
+  readonly dataDir?: string;
+  /** commander's --no-store: false when given. */
+  readonly store: boolean;
+}
+
+/** Findings shown at most; the count says when there were more. */
+const MAX_LOST = 1_000;
+
+export function registerMisroutes(program: Command, io: CliIo): void {
+  const command = program
+    .command('misroutes')
+    .description('find deliveries that went to another chat or thread than their work, and work due but never delivered');
+  addSourceOptions(command)
+    .addOption(chatOption('only problems whose origin or destination is this chat (the real id; hashed for hmac privacy)'))
+    .option('--thread <id>', 'with --chat: only this thread')
+    .option('--lost-after <duration>', 'work not delivered this long after it was due counts as lost', parseDuration, 600_000)
+    .addOption(new Option('--data-dir <dir>', "also look for lost work in the gateway's store there (default: THREADLINE_DATA_DIR, else ./data, when it holds one)"))
+    .option('--no-store', 'do not look in the store')
+    .addHelpText(
+      'after',
+      '\nExit status: 0 nothing found, 1 problems found, 2 usage or trace store error.\n\nExamples:\n' +
+        '  threadline misroutes                          # the local trace file, last hour\n' +
+        '  threadline misroutes --jaeger http://localhost:16686 --since 6h\n' +
+        '  threadline misroutes --tempo http://localhost:3200 --chat -1001234 --json\n',
+    )
+    .action(async (options: MisroutesOptions, cmd: Command) => {
+      if (options.thread !== undefined && options.chat === undefined) usage(cmd, '--thread needs --chat');
+      const source = await openSource(options, io, cmd);
+      const until = Date.now();
+      const since = until - options.since;
+      const chatId = options.chat === undefined ? undefined : idAsStamped(options.chat, io, cmd);
+      const threadId = options.thread === undefined ? undefined : idAsStamped(options.thread, io, cmd);
+      const filter = { ...(chatId === undefined ? {} : { chatId }), ...(threadId === undefined ? {} : { threadId }) };
+      const traces = await readingSource(io, () => deliveryTraces(source, { service: serviceName(options, io), since, until, limit: options.limit, ...filter }));
+      const misroutes = await readingSource(io, () => findMisroutes(traces, source, filter));
+      const lost: LostWork[] = findLostInTraces(traces, { now: until, lostAfterMs: options.lostAfter, ...filter });
+      const storeDir = storeToRead(options, io, cmd);
+      if (storeDir !== undefined) lost.push(...(await lostInStore(storeDir, options, until, io)));
+      const findings: Finding[] = [...misroutes, ...dedupeLost(lost)];
+      const scope = { source: source.description, since, until, traces: traces.length, ...(storeDir === undefined ? {} : { store: storeDir }) };
+      const link = (traceId: string) => source.link(traceId);
+      io.out(options.json ? findingsJson(findings, scope, link) : findingsText(findings, scope, link, io.color === true));
+      printWarnings(source, io);
+      if (findings.length > 0) throw new CommanderError(1, 'threadline.found', `${findings.length} found`);
+    });
+}
+
+/** Traces holding deliveries: all of them, or those to or from one chat. */
+function deliveryTraces(source: TraceSource, query: { service: string; since: number; until: number; limit: number; chatId?: string; threadId?: string }): Promise<StoredTrace[]> {
+  return source.search({ ...query, purpose: 'deliveries' });
+}
+
+/** The data dir whose store to read: the one given (which must hold a store), else the default one if it holds a store. */
+function storeToRead(options: MisroutesOptions, io: CliIo, command: Command): string | undefined {
+  if (!options.store) return undefined;
+  const dir = resolve(options.dataDir ?? readText(io.env, 'THREADLINE_DATA_DIR'));
+  if (existsSync(resolve(dir, 'threadline.db'))) return dir;
+  if (options.dataDir !== undefined) usage(command, `no store at ${resolve(dir, 'threadline.db')}: give the gateway's data dir, or --no-store`);
+  return undefined;
+}
+
+async function lostInStore(dataDir: string, options: MisroutesOptions, now: number, io: CliIo): Promise<LostWork[]> {
+  const { SqliteStore } = await import('../store/sqlite-store.js');
+  const { findLostInStore } = await import('../forensics/lost-in-store.js');
+  let store;
+  try {
+    store = await SqliteStore.open(resolve(dataDir, 'threadline.db'));
+  } catch (error) {
+    if (!(error instanceof ThreadlineError)) throw error;
+    io.err(`threadline: could not open the store in ${dataDir}: ${error.message} [${error.code}]\n`);
+    throw new CommanderError(2, 'threadline.store', error.message);
+  }
+  try {
+    // The store holds real ids: the chat filter is the one given, not its pseudonym.
+    return await findLostInStore(store, {
+      now,
+      lostAfterMs: options.lostAfter,
+      limit: MAX_LOST,
+      ...(options.chat === undefined ? {} : { chatId: options.chat }),
+      ...(options.thread === undefined ? {} : { threadId: options.thread }),
+    });
+  } finally {
+    await store.close();
+  }
+}
+
+/** Work both the store and the traces report is shown once, as the store has it (it knows the outcome). */
+function dedupeLost(lost: readonly LostWork[]): LostWork[] {
+  const fromStore = new Set(lost.filter((work) => work.source === 'store').map((work) => work.id));
+  return lost.filter((work) => work.source === 'store' || !fromStore.has(work.id)).sort((a, b) => b.dueAt - a.dueAt);
+}

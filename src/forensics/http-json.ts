@@ -1,0 +1,213 @@
+import { ThreadlineError, messageOf } from '../errors.js';
+import { redactText, safeUrl } from '../telemetry/redact-secrets.js';
+
+/** How a trace store is asked, and named in messages. */
+export interface HttpGetOptions {
+  /** Names the store in messages, without secrets: `jaeger http://…`. */
+  readonly what: string;
+  /** No answer (headers and body) within this long is an error; 10 s unless given. */
+  readonly timeoutMs?: number;
+  /** A body larger than this is refused; 64 MiB unless given. */
+  readonly maxBytes?: number;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** An answer of any status, its body read as text. */
+export interface HttpAnswer {
+  readonly status: number;
+  readonly contentType: string;
+  readonly text: string;
+}
+
+/** A JSON answer; `body` is undefined only for an accepted status that came with an empty body. */
+export interface JsonAnswer {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+export interface GetJsonOptions extends HttpGetOptions {
+  /** Statuses other than 2xx the caller tells apart itself (a 404 for "not found"): returned, not thrown. */
+  readonly acceptStatus?: readonly number[];
+}
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
+/** An error answer is quoted this far: enough to recognise it, not a page of HTML. */
+const QUOTE_CHARS = 200;
+
+/**
+ * GETs `url` and reads the whole body as text, at most `maxBytes`. A user:password in the URL
+ * becomes a Basic Authorization header (fetch refuses URLs with credentials) and never
+ * appears in a message. Network failures, a timeout and an oversized body throw
+ * TL_TRACE_SOURCE naming the store, the safe URL and what to check; any status is returned.
+ */
+export async function httpGet(url: URL, options: HttpGetOptions): Promise<HttpAnswer> {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
+  const { target, authorization } = withoutCredentials(url);
+  const where = `${options.what} (GET ${safeUrl(target)})`;
+  const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
+  if (authorization !== undefined) headers.authorization = authorization;
+  const signal = AbortSignal.timeout(timeoutMs);
+  let response: Response;
+  try {
+    response = await fetch(target, { headers, signal, redirect: 'follow' });
+  } catch (error) {
+    throw networkError(error, where, target, timeoutMs);
+  }
+  const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+  if (declared > maxBytes) {
+    await response.body?.cancel().catch(() => undefined);
+    throw tooLarge(where, maxBytes);
+  }
+  let text: string;
+  try {
+    text = await readBounded(response, maxBytes, where);
+  } catch (error) {
+    if (error instanceof ThreadlineError) throw error;
+    throw networkError(error, where, target, timeoutMs);
+  }
+  return { status: response.status, contentType: response.headers.get('content-type') ?? '', text };
+}
+
+/**
+ * GETs `url` and parses its JSON body. A status other than 2xx (and `acceptStatus`), an empty
+ * 2xx body and a body that is not JSON each throw TL_TRACE_SOURCE with the status and the
+ * start of the body, so the person running the command sees what answered instead.
+ */
+export async function getJson(url: URL, options: GetJsonOptions): Promise<JsonAnswer> {
+  return jsonOf(await httpGet(url, options), url, options);
+}
+
+/** `answer` (of GET `url`) as JSON, with getJson's checks: for a caller that looked at the answer first. */
+export function jsonOf(answer: HttpAnswer, url: URL, options: GetJsonOptions): JsonAnswer {
+  const where = `${options.what} (GET ${safeUrl(withoutCredentials(url).target)})`;
+  const accepted = options.acceptStatus?.includes(answer.status) ?? false;
+  if (!accepted && (answer.status < 200 || answer.status > 299)) {
+    const quoted = quote(answer.text);
+    throw new ThreadlineError(
+      'TL_TRACE_SOURCE',
+      `${where} answered ${answer.status}${quoted ? `: ${quoted}` : ''}; check the URL and the store's own log.`,
+    );
+  }
+  if (answer.text.trim() === '') {
+    if (accepted) return { status: answer.status, body: undefined };
+    throw new ThreadlineError(
+      'TL_TRACE_SOURCE',
+      `${where} answered ${answer.status} with an empty body; check that the URL is the store's query API.`,
+    );
+  }
+  return { status: answer.status, body: parseJson(answer.text, where) };
+}
+
+/** The body as JSON, or TL_TRACE_SOURCE quoting its start. */
+export function parseJson(text: string, where: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new ThreadlineError(
+      'TL_TRACE_SOURCE',
+      `${where} answered with something that is not JSON ("${quote(text)}"); check that the URL is the store's query API, not its UI or a proxy's page.`,
+    );
+  }
+}
+
+/** The first printable characters of a body, secrets redacted: for a message. */
+export function quote(text: string): string {
+  // Control characters would garble a terminal; runs of whitespace say nothing.
+  const printable = text.replace(/[\p{Cc}\p{Cf}\s]+/gu, ' ').trim();
+  const cut = printable.length > QUOTE_CHARS ? `${printable.slice(0, QUOTE_CHARS)}…` : printable;
+  return redactText(cut);
+}
+
+/** The URL without user:password, and the Basic header they make. */
+export function withoutCredentials(url: URL): { target: URL; authorization?: string } {
+  if (url.username === '' && url.password === '') return { target: url };
+  const target = new URL(url);
+  target.username = '';
+  target.password = '';
+  const pair = `${decoded(url.username)}:${decoded(url.password)}`;
+  return { target, authorization: `Basic ${Buffer.from(pair, 'utf8').toString('base64')}` };
+}
+
+/** The URL parser keeps userinfo percent-encoded; a stray `%` stays as typed. */
+function decoded(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+
+async function readBounded(response: Response, maxBytes: number, where: string): Promise<string> {
+  if (response.body === null) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(where, maxBytes);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function tooLarge(where: string, maxBytes: number): ThreadlineError {
+  const size = maxBytes >= 1024 * 1024 ? `${Math.round(maxBytes / (1024 * 1024))} MiB` : `${maxBytes} bytes`;
+  return new ThreadlineError('TL_TRACE_SOURCE', `${where} answered with more than ${size}; narrow the time window or lower the limit.`);
+}
+
+/** fetch's failure, said the way a person fixes it: refused, no such host, timed out. */
+function networkError(error: unknown, where: string, url: URL, timeoutMs: number): ThreadlineError {
+  if (error instanceof Error && error.name === 'TimeoutError') {
+    return new ThreadlineError(
+      'TL_TRACE_SOURCE',
+      `${where} did not answer within ${timeoutMs / 1000} s; check that it is up and reachable, or narrow the time window.`,
+      { cause: error },
+    );
+  }
+  const code = causeCode(error);
+  if (code === 'ECONNREFUSED') {
+    return new ThreadlineError(
+      'TL_TRACE_SOURCE',
+      `${where} refused the connection; check that it is running and listening at ${url.host}.`,
+      { cause: error },
+    );
+  }
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+    return new ThreadlineError(
+      'TL_TRACE_SOURCE',
+      `${where} could not be reached: the host ${url.hostname} was not found (DNS); check the host name in the URL.`,
+      { cause: error },
+    );
+  }
+  const detail = redactText(code !== undefined ? `${code}: ${causeMessage(error)}` : causeMessage(error));
+  return new ThreadlineError('TL_TRACE_SOURCE', `${where} could not be reached (${detail}); check the URL and the network.`, {
+    cause: error,
+  });
+}
+
+/** fetch wraps the socket's error as `cause`; an aggregate (IPv4 and IPv6 refused) holds several. */
+function causeCode(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && !code.startsWith('UND_ERR_')) return code;
+    const nested = (current as { errors?: unknown }).errors;
+    if (Array.isArray(nested) && nested[0] instanceof Error) {
+      current = nested[0];
+      continue;
+    }
+    current = current.cause;
+  }
+  return undefined;
+}
+
+function causeMessage(error: unknown): string {
+  return error instanceof Error && error.cause !== undefined ? messageOf(error.cause) : messageOf(error);
+}

@@ -1,0 +1,164 @@
+import { parseDestination, type DeliveryKind, type Destination } from '../deliveries/delivery.js';
+import { parseTarget, type Target } from '../deliveries/target.js';
+import type { RoutingSnapshot } from '../session/index.js';
+import type { DeliveryState, ScheduleRecord, Store, UnreportedProcess } from '../store/store.js';
+import type { LostWork, RoutingView } from './findings.js';
+
+export interface LostInStoreOptions {
+  /** ms since the epoch. */
+  readonly now: number;
+  /** Work not delivered this long after it was due counts as lost. */
+  readonly lostAfterMs: number;
+  readonly limit: number;
+  /** Plain ids, as the store holds them: only work going to, or coming from, this chat (and thread). */
+  readonly chatId?: string;
+  readonly threadId?: string;
+}
+
+/**
+ * Work the gateway's store shows due more than `lostAfterMs` before `now` and not delivered,
+ * newest first, at most `limit`. Reads only; the store is never changed.
+ *
+ * - An outbox delivery not done: `failed` (given up, a dead letter), `pending` or `sending`, due
+ *   when its current series of attempts began (its creation, or a retry from the CLI). `what`
+ *   follows its kind: `cron run` (cron), `watcher notification` (notification), else `delivery`.
+ * - A reminder or cron job whose run is overdue: `cron run`, state `overdue`, id the schedule's.
+ * - A background command that ended, asked to be told, and whose completion notice is not done:
+ *   `watcher notification`, id the process's, due at its end, state the notice's status or
+ *   `not recorded` when the outbox has none. Its notice is then not reported a second time.
+ */
+export async function findLostInStore(store: Store, options: LostInStoreOptions): Promise<LostWork[]> {
+  const limit = Math.max(0, Math.floor(options.limit));
+  if (limit === 0) return [];
+  const query = {
+    before: options.now - options.lostAfterMs,
+    limit,
+    chatId: options.chatId,
+    threadId: options.threadId,
+  };
+  const [deliveries, processes, schedules] = await Promise.all([
+    store.outbox.overdue(query),
+    store.processes.unreported(query),
+    store.schedules.overdue(query),
+  ]);
+  const homes = homeLookup(store);
+  const found = [
+    ...deliveries.map(lostDelivery),
+    ...processes.map(lostNotice),
+    ...(await Promise.all(schedules.map(async (schedule) => overdueRun(schedule, await runDestination(schedule, homes))))),
+  ];
+  return found.sort(newestFirst).slice(0, limit);
+}
+
+function lostDelivery(delivery: DeliveryState): LostWork {
+  return {
+    type: 'lost',
+    what: whatOf(delivery.kind),
+    id: delivery.id,
+    kind: delivery.kind,
+    state: delivery.status,
+    dueAt: delivery.attemptsSince,
+    ...withDestination(destinationOf(delivery.destination)),
+    ...originOf(delivery.origin),
+    ...(delivery.lastError === undefined ? {} : { lastError: delivery.lastError }),
+    attempts: delivery.attempts,
+    source: 'store',
+  };
+}
+
+function lostNotice({ record, notice }: UnreportedProcess): LostWork {
+  return {
+    type: 'lost',
+    what: 'watcher notification',
+    id: record.id,
+    kind: 'notification',
+    state: notice?.status ?? 'not recorded',
+    dueAt: record.exit.endedAt,
+    // The notice goes where the command was started: its destination when recorded, else the origin's chat.
+    ...withDestination(notice === undefined ? record.destination : destinationOf(notice.destination)),
+    ...originOf(record.origin),
+    ...(notice?.lastError === undefined ? {} : { lastError: notice.lastError }),
+    ...(notice === undefined ? {} : { attempts: notice.attempts }),
+    source: 'store',
+  };
+}
+
+function overdueRun(schedule: ScheduleRecord, destination: Destination | undefined): LostWork {
+  return {
+    type: 'lost',
+    what: 'cron run',
+    id: schedule.id,
+    kind: 'cron',
+    state: 'overdue',
+    dueAt: schedule.nextAt,
+    ...withDestination(destination),
+    ...originOf(schedule.origin),
+    source: 'store',
+  };
+}
+
+function whatOf(kind: DeliveryKind): LostWork['what'] {
+  return kind === 'cron' ? 'cron run' : kind === 'notification' ? 'watcher notification' : 'delivery';
+}
+
+/** Home channels by platform, each read once per search. */
+function homeLookup(store: Store): (platform: string) => Promise<Destination | undefined> {
+  const known = new Map<string, Promise<Destination | undefined>>();
+  return (platform) => {
+    let home = known.get(platform);
+    if (home === undefined) known.set(platform, (home = store.homes.get(platform)));
+    return home;
+  };
+}
+
+/** Where a run would have gone: the origin's chat, a home channel (undefined when unset), or an explicit destination. */
+async function runDestination(
+  schedule: ScheduleRecord,
+  homes: (platform: string) => Promise<Destination | undefined>,
+): Promise<Destination | undefined> {
+  let target: Target;
+  try {
+    target = parseTarget(schedule.target);
+  } catch {
+    // A target the scheduler cannot read either: the finding still names the job and its origin.
+    return undefined;
+  }
+  if (target.to === 'origin') return schedule.destination;
+  if (target.to === 'home') return homes(target.platform ?? schedule.origin.session.platform);
+  return target.destination;
+}
+
+/** A stored destination, or undefined when it does not parse (the delivery was given up as unreadable). */
+function destinationOf(text: string): Destination | undefined {
+  try {
+    return parseDestination(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function withDestination(destination: Destination | undefined): { destination?: RoutingView } {
+  return destination === undefined ? {} : { destination: viewOf(destination) };
+}
+
+function originOf(snapshot: RoutingSnapshot | undefined): { origin?: RoutingView; originTraceId?: string } {
+  if (snapshot?.session === undefined) return {};
+  const { platform, chatId, threadId } = snapshot.session;
+  return {
+    origin: viewOf({ platform, chatId, ...(threadId === undefined ? {} : { threadId }) }),
+    ...(snapshot.origin?.traceId === undefined ? {} : { originTraceId: snapshot.origin.traceId }),
+  };
+}
+
+function viewOf(destination: Destination): RoutingView {
+  return {
+    platform: destination.platform,
+    chatId: destination.chatId,
+    ...(destination.threadId === undefined ? {} : { threadId: destination.threadId }),
+  };
+}
+
+/** Latest due first; ties by id, so the order is the same run after run. */
+function newestFirst(a: LostWork, b: LostWork): number {
+  return b.dueAt - a.dueAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+}
