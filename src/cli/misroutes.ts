@@ -8,7 +8,6 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CommanderError, Option, type Command } from 'commander';
 import { readText } from '../config/read-setting.js';
-import { ThreadlineError } from '../errors.js';
 import type { Finding, LostWork } from '../forensics/findings.js';
 import { findMisroutes } from '../forensics/find-misroutes.js';
 import { findLostInTraces } from '../forensics/lost-in-traces.js';
@@ -64,17 +63,22 @@ export function registerMisroutes(program: Command, io: CliIo): void {
       const chatId = options.chat === undefined ? undefined : idAsStamped(options.chat, io, cmd);
       const threadId = options.thread === undefined ? undefined : idAsStamped(options.thread, io, cmd);
       const filter = { ...(chatId === undefined ? {} : { chatId }), ...(threadId === undefined ? {} : { threadId }) };
-      const traces = await readingSource(io, () => deliveryTraces(source, { service: serviceName(options, io), since, until, limit: options.limit, ...filter }));
-      const misroutes = await readingSource(io, () => findMisroutes(traces, source, filter));
-      const lost: LostWork[] = findLostInTraces(traces, { now: until, lostAfterMs: options.lostAfter, ...filter });
       const storeDir = storeToRead(options, io, cmd);
-      if (storeDir !== undefined) lost.push(...(await lostInStore(storeDir, options, until, io)));
-      const findings: Finding[] = [...misroutes, ...dedupeLost(lost)];
-      const scope = { source: source.description, since, until, traces: traces.length, ...(storeDir === undefined ? {} : { store: storeDir }) };
+      const findings = await readingSource(io, async () => {
+        const traces = await deliveryTraces(source, { service: serviceName(options, io), since, until, limit: options.limit, ...filter });
+        if (traces.length >= options.limit) {
+          io.err(`threadline: the search returned --limit ${options.limit} traces; older ones were not read (raise --limit or narrow --since)\n`);
+        }
+        const misroutes = await findMisroutes(traces, source, filter);
+        const lostInTraces = findLostInTraces(traces, { now: until, lostAfterMs: options.lostAfter, ...filter });
+        const lost = storeDir === undefined ? lostInTraces : await withStoreFindings(storeDir, options, until, lostInTraces);
+        return { traces: traces.length, list: [...misroutes, ...lost] as Finding[] };
+      });
+      const scope = { source: source.description, since, until, traces: findings.traces, ...(storeDir === undefined ? {} : { store: storeDir }) };
       const link = (traceId: string) => source.link(traceId);
-      io.out(options.json ? findingsJson(findings, scope, link) : findingsText(findings, scope, link, io.color === true));
+      io.out(options.json ? findingsJson(findings.list, scope, link) : findingsText(findings.list, scope, link, io.color === true));
       printWarnings(source, io);
-      if (findings.length > 0) throw new CommanderError(1, 'threadline.found', `${findings.length} found`);
+      if (findings.list.length > 0) throw new CommanderError(1, 'threadline.found', `${findings.list.length} found`);
     });
 }
 
@@ -92,33 +96,30 @@ function storeToRead(options: MisroutesOptions, io: CliIo, command: Command): st
   return undefined;
 }
 
-async function lostInStore(dataDir: string, options: MisroutesOptions, now: number, io: CliIo): Promise<LostWork[]> {
+/**
+ * The lost work of the store beside that of the traces: work both report is shown once, as
+ * the store has it (it knows the outcome), and a delivery the traces saw begun but the store
+ * holds as sent (its send fell outside the traces read) is not lost.
+ */
+async function withStoreFindings(dataDir: string, options: MisroutesOptions, now: number, fromTraces: readonly LostWork[]): Promise<LostWork[]> {
   const { SqliteStore } = await import('../store/sqlite-store.js');
   const { findLostInStore } = await import('../forensics/lost-in-store.js');
-  let store;
-  try {
-    store = await SqliteStore.open(resolve(dataDir, 'threadline.db'));
-  } catch (error) {
-    if (!(error instanceof ThreadlineError)) throw error;
-    io.err(`threadline: could not open the store in ${dataDir}: ${error.message} [${error.code}]\n`);
-    throw new CommanderError(2, 'threadline.store', error.message);
-  }
+  // Read-only: never a lock or a migration under a running gateway.
+  const store = await SqliteStore.openReadOnly(resolve(dataDir, 'threadline.db'));
   try {
     // The store holds real ids: the chat filter is the one given, not its pseudonym.
-    return await findLostInStore(store, {
+    const fromStore = await findLostInStore(store, {
       now,
       lostAfterMs: options.lostAfter,
       limit: MAX_LOST,
       ...(options.chat === undefined ? {} : { chatId: options.chat }),
       ...(options.thread === undefined ? {} : { threadId: options.thread }),
     });
+    const reported = new Set(fromStore.map((work) => work.id));
+    const states = await store.outbox.states(fromTraces.map((work) => work.id));
+    const stillLost = fromTraces.filter((work) => !reported.has(work.id) && states.get(work.id) !== 'done');
+    return [...fromStore, ...stillLost].sort((a, b) => b.dueAt - a.dueAt);
   } finally {
     await store.close();
   }
-}
-
-/** Work both the store and the traces report is shown once, as the store has it (it knows the outcome). */
-function dedupeLost(lost: readonly LostWork[]): LostWork[] {
-  const fromStore = new Set(lost.filter((work) => work.source === 'store').map((work) => work.id));
-  return lost.filter((work) => work.source === 'store' || !fromStore.has(work.id)).sort((a, b) => b.dueAt - a.dueAt);
 }

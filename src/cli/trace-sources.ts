@@ -5,11 +5,11 @@
  */
 import { CommanderError, InvalidArgumentError, Option, type Command } from 'commander';
 import { readText } from '../config/read-setting.js';
-import { ThreadlineError } from '../errors.js';
+import { ThreadlineError, messageOf } from '../errors.js';
 import type { TraceSource } from '../forensics/trace-source.js';
 import { pseudonymize } from '../telemetry/session-attributes.js';
 import { readSpanAttributeOptions } from '../telemetry/telemetry-config.js';
-import type { CliIo } from './io.js';
+import { printable, type CliIo } from './io.js';
 
 export interface SourceOptions {
   readonly jaeger?: string;
@@ -106,19 +106,18 @@ export function usage(command: Command, message: string): never {
   command.error(`error: ${message}`, { exitCode: 2, code: 'threadline.usage' });
 }
 
-/** A trace store that could not be read: one line, exit 2. */
-export function sourceFailed(io: CliIo, error: ThreadlineError): never {
-  io.err(`threadline: ${error.message} [${error.code}]\n`);
-  throw new CommanderError(2, 'threadline.source', error.message);
-}
-
-/** Runs `work`, turning a trace store's failure into exit 2. */
+/**
+ * Runs a command's work so that anything but its own exit (a trace store or a store that
+ * could not be read, or a failure of ours) is one line and exit 2: exit 1 means "found".
+ */
 export async function readingSource<T>(io: CliIo, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    if (error instanceof ThreadlineError && error.code === 'TL_TRACE_SOURCE') sourceFailed(io, error);
-    throw error;
+    if (error instanceof CommanderError) throw error;
+    const message = error instanceof ThreadlineError ? `${error.message} [${error.code}]` : `failed: ${messageOf(error)}`;
+    io.err(`threadline: ${printable(message)}\n`);
+    throw new CommanderError(2, 'threadline.source', message);
   }
 }
 

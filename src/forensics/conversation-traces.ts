@@ -42,7 +42,8 @@ export function summarizeTraces(traces: readonly StoredTrace[]): TraceSummary[] 
 
 function summarize(trace: StoredTrace): TraceSummary {
   const tree = new SpanTree(trace);
-  const root = tree.roots()[0]!;
+  // A cycle in malformed data leaves no root: the earliest span stands in.
+  const root = tree.roots()[0] ?? [...trace.spans].sort((a, b) => a.startMs - b.startMs)[0]!;
   return {
     traceId: trace.traceId,
     root: {

@@ -1,3 +1,4 @@
+import { isWorkRoot, spanIdOrUndefined, traceIdOrUndefined, wasRefusedMisroute, wasSent } from './delivery-spans.js';
 import type { Misroute, RoutingView, SpanRef, WorkRef } from './findings.js';
 import { isConversation, routingAt, sameRouting } from './span-routing.js';
 import { SpanTree } from './span-tree.js';
@@ -13,33 +14,37 @@ export interface MisrouteFilter {
 
 const DELIVER = 'gateway.deliver';
 const MISMATCH_EVENT = 'routing.mismatch';
-const REFUSED = 'TL_MISROUTE_REFUSED';
 
 /**
  * The deliveries among `traces` that went, or were about to go, to another conversation than
  * the work that produced them: flagged by the gateway's misroute guard (a routing.mismatch
- * event), or an `origin` delivery whose destination differs from the routing its trace began
+ * event), or an `origin` delivery whose destination differs from the routing its work began
  * with. For each, the first span where the routing changed and the work it came from (fetched
- * from `source` when the origin lies in another trace).
+ * from `source` when the origin lies in another trace). One finding per delivery id: a replayed
+ * turn's span is the same delivery, and its outcome is what any of its spans achieved.
  */
 export async function findMisroutes(traces: readonly StoredTrace[], source: Pick<TraceSource, 'get'>, filter: MisrouteFilter = {}): Promise<Misroute[]> {
+  const attempts = deliverSpansById(traces);
   const found = new Map<string, Misroute>();
   const origins = new OriginTraces(source, traces);
   for (const trace of traces) {
     const tree = new SpanTree(trace);
     for (const span of trace.spans) {
-      if (span.name !== DELIVER || found.has(span.spanId)) continue;
-      const misroute = await misrouteOf(span, tree, origins);
+      if (span.name !== DELIVER) continue;
+      const misroute = await misrouteOf(span, tree, origins, attempts);
       if (misroute === undefined) continue;
       if (filter.chatId !== undefined && !isConversation(misroute.origin, filter.chatId, filter.threadId) && !isConversation(misroute.destination, filter.chatId, filter.threadId)) continue;
-      found.set(span.spanId, misroute);
+      const key = misroute.deliveryId === '' ? span.spanId : misroute.deliveryId;
+      const seen = found.get(key);
+      // The first time the guard saw it; a replayed turn's flag repeats it.
+      if (seen === undefined || misroute.delivery.at < seen.delivery.at) found.set(key, misroute);
     }
   }
   return [...found.values()].sort((a, b) => b.delivery.at - a.delivery.at);
 }
 
-async function misrouteOf(span: StoredSpan, tree: SpanTree, origins: OriginTraces): Promise<Misroute | undefined> {
-  const chain = tree.chain(span);
+async function misrouteOf(span: StoredSpan, tree: SpanTree, origins: OriginTraces, attempts: ReadonlyMap<string, StoredSpan[]>): Promise<Misroute | undefined> {
+  const chain = workChain(tree.chain(span));
   const event = span.events.find((e) => e.name === MISMATCH_EVENT);
   let origin: RoutingView | undefined;
   let destination: RoutingView | undefined;
@@ -47,28 +52,55 @@ async function misrouteOf(span: StoredSpan, tree: SpanTree, origins: OriginTrace
     origin = routingAt(event.attributes, 'routing.origin.');
     destination = routingAt(event.attributes, 'routing.destination.');
   } else if (textAttribute(span, 'delivery.target') === 'origin') {
-    // The guard compares with the routing captured by the work; this compares with the routing the trace began with.
+    // The guard compares with the routing captured by the work; this compares with the routing the work began with.
     origin = chain.map(stampedRouting).find((routing) => routing !== undefined);
     destination = routingAt(span.attributes, 'routing.destination.');
     if (origin !== undefined && destination !== undefined && sameRouting(origin, destination)) return undefined;
   }
   if (origin === undefined || destination === undefined) return undefined;
+  const workRouting = origin;
   const diverged = chain.find((each) => {
     const routing = stampedRouting(each);
-    return routing !== undefined && !sameRouting(routing, origin);
+    return routing !== undefined && !sameRouting(routing, workRouting);
   });
+  const deliveryId = textAttribute(span, 'delivery.id') ?? '';
+  const work = await workOf(span, chain, origins);
   return {
     type: 'misroute',
-    deliveryId: textAttribute(span, 'delivery.id') ?? '',
+    deliveryId,
     deliveryKind: textAttribute(span, 'delivery.kind') ?? '',
     origin,
     destination,
-    outcome: outcomeOf(span),
+    outcome: outcomeOf(span, attempts.get(deliveryId) ?? []),
     delivery: spanRef(span),
     divergedAt: spanRef(diverged ?? span),
-    ...(await workOf(span, tree, origins).then((work) => (work === undefined ? {} : { work }))),
+    ...(work === undefined ? {} : { work }),
     detectedBy: event === undefined ? 'trace' : 'guard',
   };
+}
+
+/**
+ * The chain from the nearest work root down: a trace can hold several conversations' work when
+ * one gateway's delivery reaches another (or the same) gateway with its traceparent.
+ */
+function workChain(chain: StoredSpan[]): StoredSpan[] {
+  const root = chain.findLastIndex(isWorkRoot);
+  return root <= 0 ? chain : chain.slice(root);
+}
+
+/** The gateway.deliver spans of each delivery id: the router's, the outbox's retries, replays. */
+function deliverSpansById(traces: readonly StoredTrace[]): Map<string, StoredSpan[]> {
+  const byId = new Map<string, StoredSpan[]>();
+  for (const trace of traces) {
+    for (const span of trace.spans) {
+      const id = span.name === DELIVER ? textAttribute(span, 'delivery.id') : undefined;
+      if (id === undefined) continue;
+      let spans = byId.get(id);
+      if (spans === undefined) byId.set(id, (spans = []));
+      spans.push(span);
+    }
+  }
+  return byId;
 }
 
 /** The routing a span was stamped with (chat.platform, chat.id, chat.thread.id). */
@@ -76,13 +108,11 @@ function stampedRouting(span: StoredSpan): RoutingView | undefined {
   return routingAt(span.attributes, 'chat.');
 }
 
-function outcomeOf(span: StoredSpan): Misroute['outcome'] {
-  const exception = span.events.find((e) => e.name === 'exception');
-  if (exception !== undefined) {
-    const type = exception.attributes['exception.type'];
-    return type === REFUSED || (span.statusMessage ?? '').includes(REFUSED) ? 'refused' : 'failed';
-  }
-  return span.attributes['delivery.queued'] === true ? 'queued' : 'sent';
+/** What became of the delivery: refused by strict routing, else sent by any of its spans, else as its own span says. */
+function outcomeOf(span: StoredSpan, attempts: readonly StoredSpan[]): Misroute['outcome'] {
+  if (wasRefusedMisroute(span)) return 'refused';
+  if (wasSent(span) || attempts.some(wasSent)) return 'sent';
+  return span.attributes['delivery.queued'] === true ? 'queued' : 'failed';
 }
 
 export function spanRef(span: StoredSpan): SpanRef {
@@ -93,42 +123,47 @@ export function spanRef(span: StoredSpan): SpanRef {
 /**
  * The root of the work that produced the delivery: of the span that captured its origin
  * (delivery.origin.trace_id and span_id), which lies in another trace when the delivery ran
- * in a stranger's context; else of the delivery's own trace.
+ * in a stranger's context; else the delivery's own work root.
  */
-async function workOf(span: StoredSpan, tree: SpanTree, origins: OriginTraces): Promise<WorkRef | undefined> {
-  const traceId = textAttribute(span, 'delivery.origin.trace_id');
-  const spanId = textAttribute(span, 'delivery.origin.span_id');
+async function workOf(span: StoredSpan, chain: readonly StoredSpan[], origins: OriginTraces): Promise<WorkRef | undefined> {
+  const traceId = traceIdOrUndefined(span.attributes['delivery.origin.trace_id']);
+  const spanId = spanIdOrUndefined(span.attributes['delivery.origin.span_id']);
   if (traceId !== undefined && spanId !== undefined && traceId !== span.traceId) {
-    const originTree = await origins.tree(traceId);
-    const capturing = originTree?.span(spanId);
-    if (originTree !== undefined && capturing !== undefined) return workRef(originTree.root(capturing));
+    const found = await origins.find(traceId, spanId);
+    if (found !== undefined) return workRef(workChain(found.tree.chain(found.span))[0]!);
     // The origin trace is gone (retention, another window): name it, so the reader can look.
     return { traceId, spanId, name: '(origin trace not found)', at: span.startMs, kind: 'other' };
   }
-  return workRef(tree.root(span));
+  return workRef(chain[0]!);
 }
 
 function workRef(root: StoredSpan): WorkRef {
   return { ...spanRef(root), kind: workKind(root.name) };
 }
 
-/** Origin traces by id: those already read, else fetched once from the source. */
+/** Origin spans by trace: in the traces already read, else fetched once from the source (the search window may have cut them). */
 class OriginTraces {
-  private readonly trees = new Map<string, Promise<SpanTree | undefined>>();
+  private readonly read = new Map<string, SpanTree>();
+  private readonly fetched = new Map<string, Promise<SpanTree | undefined>>();
 
   constructor(
     private readonly source: Pick<TraceSource, 'get'>,
     traces: readonly StoredTrace[],
   ) {
-    for (const trace of traces) this.trees.set(trace.traceId, Promise.resolve(new SpanTree(trace)));
+    for (const trace of traces) this.read.set(trace.traceId, new SpanTree(trace));
   }
 
-  tree(traceId: string): Promise<SpanTree | undefined> {
-    let tree = this.trees.get(traceId);
-    if (tree === undefined) {
-      tree = this.source.get(traceId).then((trace) => (trace === undefined ? undefined : new SpanTree(trace)));
-      this.trees.set(traceId, tree);
+  async find(traceId: string, spanId: string): Promise<{ tree: SpanTree; span: StoredSpan } | undefined> {
+    const read = this.read.get(traceId);
+    const span = read?.span(spanId);
+    if (read !== undefined && span !== undefined) return { tree: read, span };
+    let fetched = this.fetched.get(traceId);
+    if (fetched === undefined) {
+      fetched = this.source.get(traceId).then((trace) => (trace === undefined ? undefined : new SpanTree(trace)));
+      this.fetched.set(traceId, fetched);
     }
-    return tree;
+    const tree = await fetched;
+    const capturing = tree?.span(spanId);
+    return tree === undefined || capturing === undefined ? undefined : { tree, span: capturing };
   }
 }

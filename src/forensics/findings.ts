@@ -49,8 +49,10 @@ export interface Misroute {
 export interface LostWork {
   readonly type: 'lost';
   readonly what: 'delivery' | 'cron run' | 'watcher notification';
-  /** The delivery id, schedule id or process id. */
+  /** The delivery id (what the traces and the outbox call it: `cron:<schedule>:<due>`, `proc:<process>:done`, …). */
   readonly id: string;
+  /** The schedule or process behind it, when the store names one. */
+  readonly workId?: string;
   readonly kind?: DeliveryKind;
   /** What became of it: `failed` (given up), `pending`, `sending`, `overdue` (a cron run not run), `not recorded`. */
   readonly state: string;

@@ -34,6 +34,8 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
 /** An error answer is quoted this far: enough to recognise it, not a page of HTML. */
 const QUOTE_CHARS = 200;
+/** A body is redacted up to this many characters before it is cut for a message. */
+const REDACTED_CHARS = 4_096;
 
 /**
  * GETs `url` and reads the whole body as text, at most `maxBytes`. A user:password in the URL
@@ -115,9 +117,10 @@ export function parseJson(text: string, where: string): unknown {
 /** The first printable characters of a body, secrets redacted: for a message. */
 export function quote(text: string): string {
   // Control characters would garble a terminal; runs of whitespace say nothing.
-  const printable = text.replace(/[\p{Cc}\p{Cf}\s]+/gu, ' ').trim();
-  const cut = printable.length > QUOTE_CHARS ? `${printable.slice(0, QUOTE_CHARS)}…` : printable;
-  return redactText(cut);
+  const printable = text.slice(0, REDACTED_CHARS).replace(/[\p{Cc}\p{Cf}\s]+/gu, ' ').trim();
+  // Redacted before the cut: a secret the cut split would no longer match its pattern.
+  const safe = redactText(printable);
+  return safe.length > QUOTE_CHARS ? `${safe.slice(0, QUOTE_CHARS)}…` : safe;
 }
 
 /** The URL without user:password, and the Basic header they make. */

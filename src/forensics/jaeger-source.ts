@@ -113,13 +113,14 @@ export class JaegerSource implements TraceSource {
   private async probe(): Promise<JaegerApis> {
     const v3Url = this.url('api/v3/services');
     const v3 = await httpGet(v3Url, this.http);
-    if (v3.status >= 500) jsonOf(v3, v3Url, this.http); // throws, quoting the answer
+    // A failure or a refusal (a proxy's 401 or 403) is said as such, not as "not Jaeger".
+    if (v3.status >= 500 || v3.status === 401 || v3.status === 403) jsonOf(v3, v3Url, this.http); // throws, quoting the answer
     const services = v3.status === 200 ? jsonObject(v3.text) : undefined;
     const hasV3 = services !== undefined && !('data' in services);
     // jaeger#9260 removed /api/services together with the UI API's search.
     const v1Url = this.url('api/services');
     const v1 = await httpGet(v1Url, this.http);
-    if (v1.status >= 500 && !hasV3) jsonOf(v1, v1Url, this.http); // throws, quoting the answer
+    if ((v1.status >= 500 || v1.status === 401 || v1.status === 403) && !hasV3) jsonOf(v1, v1Url, this.http); // throws, quoting the answer
     const uiSearch = v1.status === 200 && jsonObject(v1.text)?.['data'] !== undefined;
     if (hasV3 || uiSearch) return { api: hasV3 ? 'v3' : 'v1', uiSearch };
     throw this.notJaeger(v1Url, 'neither /api/v3/services nor /api/services answered as Jaeger does');

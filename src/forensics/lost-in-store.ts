@@ -1,7 +1,7 @@
 import { parseDestination, type DeliveryKind, type Destination } from '../deliveries/delivery.js';
 import { parseTarget, type Target } from '../deliveries/target.js';
 import type { RoutingSnapshot } from '../session/index.js';
-import type { DeliveryState, ScheduleRecord, Store, UnreportedProcess } from '../store/store.js';
+import type { DeliveryState, ScheduleState, Store, UnreportedProcess } from '../store/store.js';
 import type { LostWork, RoutingView } from './findings.js';
 
 export interface LostInStoreOptions {
@@ -15,6 +15,9 @@ export interface LostInStoreOptions {
   readonly threadId?: string;
 }
 
+/** What findLostInStore reads of a store: SqliteStore.openReadOnly's is enough. */
+export type LostWorkReads = Pick<Store, 'outbox' | 'processes' | 'schedules' | 'homes'>;
+
 /**
  * Work the gateway's store shows due more than `lostAfterMs` before `now` and not delivered,
  * newest first, at most `limit`. Reads only; the store is never changed.
@@ -22,12 +25,16 @@ export interface LostInStoreOptions {
  * - An outbox delivery not done: `failed` (given up, a dead letter), `pending` or `sending`, due
  *   when its current series of attempts began (its creation, or a retry from the CLI). `what`
  *   follows its kind: `cron run` (cron), `watcher notification` (notification), else `delivery`.
- * - A reminder or cron job whose run is overdue: `cron run`, state `overdue`, id the schedule's.
+ * - A reminder or cron job whose run is overdue: `cron run`, state `overdue`, id the delivery id
+ *   the scheduler gives that run (`cron:<schedule>:<due>`), workId the schedule's.
  * - A background command that ended, asked to be told, and whose completion notice is not done:
- *   `watcher notification`, id the process's, due at its end, state the notice's status or
- *   `not recorded` when the outbox has none. Its notice is then not reported a second time.
+ *   `watcher notification`, id its notice's delivery id (`proc:<process>:done`), workId the
+ *   process's, due at its end, state the notice's status or `not recorded` when the outbox has
+ *   none. Its notice is then not reported a second time.
+ * Ids are the traces' delivery ids, so a finding both report is recognised as one. A damaged
+ * row is reported with what can be read of it.
  */
-export async function findLostInStore(store: Store, options: LostInStoreOptions): Promise<LostWork[]> {
+export async function findLostInStore(store: LostWorkReads, options: LostInStoreOptions): Promise<LostWork[]> {
   const limit = Math.max(0, Math.floor(options.limit));
   if (limit === 0) return [];
   const query = {
@@ -70,12 +77,13 @@ function lostNotice({ record, notice }: UnreportedProcess): LostWork {
   return {
     type: 'lost',
     what: 'watcher notification',
-    id: record.id,
+    id: notice?.id ?? noticeIdOf(record.id),
+    workId: record.id,
     kind: 'notification',
     state: notice?.status ?? 'not recorded',
     dueAt: record.exit.endedAt,
     // The notice goes where the command was started: its destination when recorded, else the origin's chat.
-    ...withDestination(notice === undefined ? record.destination : destinationOf(notice.destination)),
+    ...withDestination(notice === undefined ? record.destination : (destinationOf(notice.destination) ?? record.destination)),
     ...originOf(record.origin),
     ...(notice?.lastError === undefined ? {} : { lastError: notice.lastError }),
     ...(notice === undefined ? {} : { attempts: notice.attempts }),
@@ -83,11 +91,12 @@ function lostNotice({ record, notice }: UnreportedProcess): LostWork {
   };
 }
 
-function overdueRun(schedule: ScheduleRecord, destination: Destination | undefined): LostWork {
+function overdueRun(schedule: ScheduleState, destination: Destination | undefined): LostWork {
   return {
     type: 'lost',
     what: 'cron run',
-    id: schedule.id,
+    id: runIdOf(schedule),
+    workId: schedule.id,
     kind: 'cron',
     state: 'overdue',
     dueAt: schedule.nextAt,
@@ -97,12 +106,22 @@ function overdueRun(schedule: ScheduleRecord, destination: Destination | undefin
   };
 }
 
+/** The delivery id of a process's completion notice, as the watcher records it. */
+function noticeIdOf(processId: string): string {
+  return `proc:${processId}:done`;
+}
+
+/** The delivery id of a schedule's overdue run, as the scheduler gives it (cron-scheduler.ts). */
+function runIdOf(schedule: ScheduleState): string {
+  return `cron:${schedule.id}:${schedule.nextAt}`;
+}
+
 function whatOf(kind: DeliveryKind): LostWork['what'] {
   return kind === 'cron' ? 'cron run' : kind === 'notification' ? 'watcher notification' : 'delivery';
 }
 
 /** Home channels by platform, each read once per search. */
-function homeLookup(store: Store): (platform: string) => Promise<Destination | undefined> {
+function homeLookup(store: LostWorkReads): (platform: string) => Promise<Destination | undefined> {
   const known = new Map<string, Promise<Destination | undefined>>();
   return (platform) => {
     let home = known.get(platform);
@@ -113,7 +132,7 @@ function homeLookup(store: Store): (platform: string) => Promise<Destination | u
 
 /** Where a run would have gone: the origin's chat, a home channel (undefined when unset), or an explicit destination. */
 async function runDestination(
-  schedule: ScheduleRecord,
+  schedule: ScheduleState,
   homes: (platform: string) => Promise<Destination | undefined>,
 ): Promise<Destination | undefined> {
   let target: Target;
@@ -124,8 +143,21 @@ async function runDestination(
     return undefined;
   }
   if (target.to === 'origin') return schedule.destination;
-  if (target.to === 'home') return homes(target.platform ?? schedule.origin.session.platform);
-  return target.destination;
+  if (target.to !== 'home') return target.destination;
+  // A damaged origin names no platform: the home channel is then unknown, not an error.
+  const platform = target.platform ?? platformOf(schedule.origin);
+  return platform === undefined ? undefined : homes(platform);
+}
+
+function platformOf(snapshot: RoutingSnapshot | undefined): string | undefined {
+  const platform: unknown = sessionOf(snapshot)?.platform;
+  return typeof platform === 'string' ? platform : undefined;
+}
+
+/** The snapshot's session, when the snapshot (perhaps read from a damaged row) has one. */
+function sessionOf(snapshot: RoutingSnapshot | undefined): RoutingSnapshot['session'] | undefined {
+  const session: unknown = snapshot?.session;
+  return typeof session === 'object' && session !== null ? (session as RoutingSnapshot['session']) : undefined;
 }
 
 /** A stored destination, or undefined when it does not parse (the delivery was given up as unreadable). */
@@ -142,11 +174,12 @@ function withDestination(destination: Destination | undefined): { destination?: 
 }
 
 function originOf(snapshot: RoutingSnapshot | undefined): { origin?: RoutingView; originTraceId?: string } {
-  if (snapshot?.session === undefined) return {};
-  const { platform, chatId, threadId } = snapshot.session;
+  const session = sessionOf(snapshot);
+  if (session === undefined) return {};
+  const { platform, chatId, threadId } = session;
   return {
     origin: viewOf({ platform, chatId, ...(threadId === undefined ? {} : { threadId }) }),
-    ...(snapshot.origin?.traceId === undefined ? {} : { originTraceId: snapshot.origin.traceId }),
+    ...(typeof snapshot?.origin?.traceId === 'string' ? { originTraceId: snapshot.origin.traceId } : {}),
   };
 }
 

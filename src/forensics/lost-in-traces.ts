@@ -1,6 +1,7 @@
 import type { DeliveryKind } from '../deliveries/delivery.js';
 import type { LostWork } from './findings.js';
 import { isConversation, routingAt } from './span-routing.js';
+import { traceIdOrUndefined, wasAttempt, wasRefusedMisroute, wasSent } from './delivery-spans.js';
 import { textAttribute, type StoredSpan, type StoredTrace } from './trace-model.js';
 
 export interface LostInTracesOptions {
@@ -55,7 +56,7 @@ function lostDelivery(id: string, spans: StoredSpan[], options: LostInTracesOpti
     return undefined;
   }
   const kind = textAttribute(first, 'delivery.kind');
-  const originTraceId = router === undefined ? first.traceId : (textAttribute(router, 'delivery.origin.trace_id') ?? router.traceId);
+  const originTraceId = router === undefined ? first.traceId : (traceIdOrUndefined(router.attributes['delivery.origin.trace_id']) ?? router.traceId);
   return {
     type: 'lost',
     what: kind === 'cron' ? 'cron run' : kind === 'notification' ? 'watcher notification' : 'delivery',
@@ -70,17 +71,4 @@ function lostDelivery(id: string, spans: StoredSpan[], options: LostInTracesOpti
     ...(delivers.length === 0 ? {} : { attempts: delivers.filter(wasAttempt).length }),
     source: 'traces',
   };
-}
-
-/** A deliver span that handed the delivery to its platform: no exception, not merely queued or replayed. */
-function wasSent(span: StoredSpan): boolean {
-  return wasAttempt(span) && !span.events.some((event) => event.name === 'exception');
-}
-
-function wasAttempt(span: StoredSpan): boolean {
-  return span.attributes['delivery.queued'] !== true && span.attributes['delivery.replayed'] !== true;
-}
-
-function wasRefusedMisroute(span: StoredSpan): boolean {
-  return span.events.some((event) => event.name === 'exception' && event.attributes['exception.type'] === 'TL_MISROUTE_REFUSED');
 }

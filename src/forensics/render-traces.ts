@@ -25,7 +25,7 @@ export function tracesText(traces: readonly TraceSummary[], scope: ReportScope, 
 function deliveryText(d: DeliverySummary, c: Colors): string {
   const outcome = d.outcome === 'failed' ? c.red(`failed${d.error === undefined ? '' : `: ${printable(d.error.slice(0, 200))}`}`) : d.outcome;
   const to = d.destination === undefined ? '' : ` to ${routingText(d.destination)}`;
-  const target = d.target === undefined ? '' : ` (${d.target})`;
+  const target = d.target === undefined ? '' : ` (${printable(d.target)})`;
   const attempt = d.attempt !== undefined && d.attempt > 1 ? ` attempt ${d.attempt}` : '';
   const mismatch = d.mismatch ? `  ${c.red(c.bold('MISROUTE'))} origin ${routingText(d.origin ?? { platform: '?' })}` : '';
   return `${printable(d.kind)} ${printable(d.id)}${to}${target}${attempt}  ${outcome}${mismatch}`;

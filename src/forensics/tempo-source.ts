@@ -6,7 +6,7 @@
  */
 import { ThreadlineError } from '../errors.js';
 import { safeUrl } from '../telemetry/redact-secrets.js';
-import { getJson, type HttpGetOptions } from './http-json.js';
+import { getJson, httpGet, jsonOf, type HttpGetOptions } from './http-json.js';
 import { baseUrlOf } from './jaeger-source.js';
 import { spansFromOtlpJson } from './otlp-json.js';
 import type { StoredTrace } from './trace-model.js';
@@ -34,6 +34,8 @@ export class TempoSource implements TraceSource {
   private readonly concurrency: number;
   /** Traces a search found that were gone when fetched (compacted or expired in between). */
   private vanished = 0;
+  /** Traces Tempo refused to return whole (422). */
+  private tooLarge = 0;
 
   /** `baseUrl`: Tempo's HTTP API, e.g. http://localhost:3200 (a base path is kept). */
   constructor(baseUrl: string, options: TempoSourceOptions = {}) {
@@ -53,8 +55,10 @@ export class TempoSource implements TraceSource {
     const found = await Promise.all(filters.map((filter) => this.searchIds(query, filter)));
     // The errored searches come first, so their traces are the ones kept when the limit cuts.
     const ids = [...new Set(found.flat())].slice(0, Math.max(0, query.limit));
+    const refusedBefore = this.tooLarge;
     const traces = await mapConcurrently(ids, this.concurrency, (id) => this.get(id));
-    this.vanished += traces.filter((trace) => trace === undefined).length;
+    // Missing and not refused as too large: gone since the search listed it.
+    this.vanished += traces.filter((trace) => trace === undefined).length - (this.tooLarge - refusedBefore);
     // Tempo matches the whole window in seconds: check the spans against what was asked.
     const wanted = traces.filter((trace): trace is StoredTrace => trace !== undefined && traceMatches(trace, filters, query));
     return rankTraces(wanted, query.limit);
@@ -64,17 +68,29 @@ export class TempoSource implements TraceSource {
     const id = normalTraceId(traceId);
     if (id === undefined) throw new ThreadlineError('TL_TRACE_SOURCE', `"${traceId.slice(0, 64)}" is not a trace id (up to 32 hex digits).`);
     const url = this.url(`api/traces/${id}`);
-    // The trace-by-id combiner answers 404 with no body when no querier has the trace.
-    const answer = await getJson(url, { ...this.http, acceptStatus: [404] });
-    if (answer.status === 404) return undefined;
+    // The trace-by-id combiner answers 404 with no body when no querier has the trace, and 422
+    // for a trace over max_bytes_per_trace: one such trace must not cost the whole search.
+    const raw = await httpGet(url, this.http);
+    if (raw.status === 404) return undefined;
+    if (raw.status === 422) {
+      this.tooLarge++;
+      return undefined;
+    }
+    const answer = jsonOf(raw, url, this.http);
     const spans = spansFromOtlpJson(answer.body, this.description).filter((span) => span.traceId === id);
     return spans.length === 0 ? undefined : { traceId: id, spans };
   }
 
   /** Says how many traces a search listed but Tempo no longer had when asked for them. */
   warnings(): string[] {
-    if (this.vanished === 0) return [];
-    return [`${this.description} listed ${this.vanished} trace${this.vanished === 1 ? '' : 's'} in a search that it no longer had when asked (retention or compaction in between); left out.`];
+    const warnings: string[] = [];
+    if (this.vanished > 0) {
+      warnings.push(`${this.description} listed ${this.vanished} trace${this.vanished === 1 ? '' : 's'} in a search that it no longer had when asked (retention or compaction in between); left out.`);
+    }
+    if (this.tooLarge > 0) {
+      warnings.push(`${this.description} refused ${this.tooLarge} trace${this.tooLarge === 1 ? '' : 's'} as larger than its max_bytes_per_trace (422); left out.`);
+    }
+    return warnings;
   }
 
   /** Tempo has no viewer of its own; a Grafana Explore link needs the data source's uid, which only Grafana knows. */

@@ -8,6 +8,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { messageOf, ThreadlineError } from '../errors.js';
 import { spansFromOtlpJson, TraceDocumentError } from './otlp-json.js';
+import { normalTraceId } from './trace-store-search.js';
 import type { StoredSpan, StoredTrace } from './trace-model.js';
 import type { TraceQuery, TraceSource } from './trace-source.js';
 
@@ -28,6 +29,9 @@ interface TraceSummary {
 }
 
 /** Reads traces from the gateway's trace file and its rotated files (newest first). */
+/** A trace id as the gateway's exporter writes it into a line. */
+const TRACE_ID_IN_LINE = /"traceId":"([0-9a-f]{32})"/g;
+
 export class TraceFileSource implements TraceSource {
   readonly description: string;
 
@@ -71,7 +75,12 @@ export class TraceFileSource implements TraceSource {
 
       // Pass 2: the spans of the chosen traces only; a line naming none of them is not parsed.
       const spansByTrace = new Map<string, StoredSpan[]>(chosen.map((traceId) => [traceId, []]));
-      const mentionsChosen = (line: string): boolean => chosen.some((traceId) => line.includes(traceId));
+      const wanted = new Set(chosen);
+      // One pass over the line's ids, not one search of the line per chosen trace.
+      const mentionsChosen = (line: string): boolean => {
+        for (const match of line.matchAll(TRACE_ID_IN_LINE)) if (wanted.has(match[1]!)) return true;
+        return false;
+      };
       for await (const spans of batches(files, this.cutLines, mentionsChosen)) {
         for (const span of spans) if (inQuery(span)) spansByTrace.get(span.traceId)?.push(span);
       }
@@ -80,7 +89,8 @@ export class TraceFileSource implements TraceSource {
   }
 
   async get(traceId: string): Promise<StoredTrace | undefined> {
-    const id = traceId.toLowerCase();
+    const id = normalTraceId(traceId);
+    if (id === undefined) throw new ThreadlineError('TL_TRACE_SOURCE', `"${traceId.slice(0, 64)}" is not a trace id (up to 32 hex digits).`);
     return this.withFiles(async (files) => {
       const spans: StoredSpan[] = [];
       // The file holds ids in hex: a line without the id as text holds none of its spans.

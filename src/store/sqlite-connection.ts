@@ -1,7 +1,15 @@
 import type Database from 'better-sqlite3';
 import { ThreadlineError, messageOf } from '../errors.js';
 import { runDetached } from '../session/index.js';
-import { openDatabase, sqliteOperations, type OperationName, type Retention, type SqliteOperations } from './sqlite-operations.js';
+import {
+  READ_OPERATIONS,
+  openDatabase,
+  openReadOnlyDatabase,
+  sqliteOperations,
+  type OperationName,
+  type Retention,
+  type SqliteOperations,
+} from './sqlite-operations.js';
 
 type Call = readonly [name: OperationName, args: readonly unknown[]];
 
@@ -15,6 +23,8 @@ interface Caller {
  * are committed together in one transaction at the next turn, so the commits grow with the
  * load; each caller's promise settles after the commit that holds its call, so "accepted"
  * still means "durable". Calls run in the order they were made, reads included.
+ * Opened read-only (openReadOnly), it runs reads alone, each turn's in one deferred transaction:
+ * one consistent snapshot that never takes the write lock.
  */
 export class SqliteConnection {
   private queue: Call[] = [];
@@ -29,13 +39,18 @@ export class SqliteConnection {
     retention: Retention,
     /** Names the store in errors. */
     private readonly name: string,
+    /** Set when opened read-only: what closes the database (and removes a private copy). */
+    private readonly closeReadOnly?: () => void,
   ) {
     const operations = sqliteOperations(db, retention) as Record<string, (...args: unknown[]) => unknown>;
-    // IMMEDIATE: the write lock is taken first, so another writer (the CLI) makes this wait on
-    // the busy timeout instead of failing a transaction that has already read.
-    this.runBatch = db.transaction((batch: readonly Call[]) => batch.map(([name, args]) => operations[name]!(...args))).immediate;
+    const batch = db.transaction((calls: readonly Call[]) => calls.map(([name, args]) => operations[name]!(...args)));
     // Alone, an operation of several statements is still one transaction.
-    this.runOne = db.transaction((name: string, args: readonly unknown[]) => operations[name]!(...args)).immediate;
+    const one = db.transaction((name: string, args: readonly unknown[]) => operations[name]!(...args));
+    // IMMEDIATE: the write lock is taken first, so another writer (the CLI) makes this wait on
+    // the busy timeout instead of failing a transaction that has already read. A reader takes
+    // no write lock (DEFERRED): a running gateway's writes never wait for it.
+    this.runBatch = closeReadOnly === undefined ? batch.immediate : batch.deferred;
+    this.runOne = closeReadOnly === undefined ? one.immediate : one.deferred;
   }
 
   /** Opens the database; TL_STORE_FAILED says why it cannot. */
@@ -43,8 +58,25 @@ export class SqliteConnection {
     return new SqliteConnection(openDatabase(path), retention, path);
   }
 
+  /**
+   * Opens an existing store for reading only (openReadOnlyDatabase): operations that write are
+   * refused with TL_STORE_FAILED; TL_STORE_FAILED also says why it cannot be opened.
+   */
+  static openReadOnly(path: string, retention: Retention): SqliteConnection {
+    const { db, close } = openReadOnlyDatabase(path);
+    try {
+      return new SqliteConnection(db, retention, path, close);
+    } catch (error) {
+      close();
+      throw new ThreadlineError('TL_STORE_FAILED', `Cannot read the store at ${path}: ${describe(error)}`, { cause: error });
+    }
+  }
+
   call<K extends OperationName>(name: K, ...args: Parameters<SqliteOperations[K]>): Promise<ReturnType<SqliteOperations[K]>> {
     if (this.closed) return Promise.reject(new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} is closed`));
+    if (this.closeReadOnly !== undefined && !READ_OPERATIONS.has(name)) {
+      return Promise.reject(new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} is open read-only: ${name} would change it`));
+    }
     return new Promise((resolve, reject) => {
       this.queue.push([name, args]);
       this.callers.push({ resolve: resolve as (value: unknown) => void, reject });
@@ -61,7 +93,8 @@ export class SqliteConnection {
     if (this.closed) return;
     this.closed = true;
     this.commit();
-    this.db.close();
+    if (this.closeReadOnly === undefined) this.db.close();
+    else this.closeReadOnly();
   }
 
   private commit(): void {
@@ -81,7 +114,7 @@ export class SqliteConnection {
         try {
           callers[i]!.resolve(this.runOne(name, args));
         } catch (error) {
-          callers[i]!.reject(new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} refused a write: ${describe(error)}`));
+          callers[i]!.reject(new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} refused ${this.closeReadOnly === undefined ? 'a write' : 'a read'}: ${describe(error)}`));
         }
       }
       return;

@@ -1,8 +1,9 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ThreadlineError, messageOf } from '../errors.js';
-import { NEXT_AT, createSchema } from './sqlite-schema.js';
+import { NEXT_AT, createSchema, requireSchemaVersion } from './sqlite-schema.js';
 import type { BackgroundCaps, CappedAdd } from './store.js';
 
 /**
@@ -176,6 +177,71 @@ export function openDatabase(path: string): Database.Database {
   }
 }
 
+/** A database opened read-only, and what to undo when it is closed. */
+export interface ReadOnlyDatabase {
+  readonly db: Database.Database;
+  /** Closes the database and removes the private copy it may have been read from. */
+  readonly close: () => void;
+}
+
+/**
+ * Opens an existing store for reading only: no schema is created or moved, and SQLite refuses
+ * every write. In WAL mode this reader never blocks the gateway's writer, nor it this reader.
+ * A store in a directory this user cannot write, closed cleanly (no -shm file to read the WAL
+ * through), cannot be opened in place: it is read from a private copy, which is consistent
+ * because no gateway can be writing in a directory where it cannot make its WAL.
+ * TL_STORE_FAILED says why it cannot be read.
+ */
+export function openReadOnlyDatabase(path: string): ReadOnlyDatabase {
+  try {
+    return readInPlace(path);
+  } catch (error) {
+    if (error instanceof ThreadlineError) throw error;
+    if ((error as { code?: unknown } | null)?.code !== 'SQLITE_READONLY_DIRECTORY') throw cannotRead(path, error);
+  }
+  return readFromCopy(path);
+}
+
+function readInPlace(path: string, name = path): ReadOnlyDatabase {
+  const db = new Database(path, { readonly: true, fileMustExist: true, timeout: BUSY_TIMEOUT_MS });
+  try {
+    requireSchemaVersion(db, name);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  return { db, close: () => db.close() };
+}
+
+/** Reads a copy of the file and of its WAL, made in a private directory removed on close. */
+function readFromCopy(path: string): ReadOnlyDatabase {
+  const dir = mkdtempSync(join(tmpdir(), 'threadline-store-'));
+  try {
+    const copy = join(dir, basename(path));
+    copyFileSync(path, copy);
+    if (existsSync(`${path}-wal`)) copyFileSync(`${path}-wal`, `${copy}-wal`);
+    const { db } = readInPlace(copy, path);
+    return {
+      db,
+      close: () => {
+        db.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error instanceof ThreadlineError ? error : cannotRead(path, error);
+  }
+}
+
+function cannotRead(path: string, error: unknown): ThreadlineError {
+  return new ThreadlineError(
+    'TL_STORE_FAILED',
+    `Cannot read the store at ${path}: ${messageOf(error)}. Check that it is the gateway's threadline.db and that this user can read it.`,
+    { cause: error },
+  );
+}
+
 const DELIVERY_COLUMNS = `id, kind, destination, text, in_reply_to, origin, status, attempts, attempts_since, due_at, lease_until, last_error, created_at, finished_at, attachment`;
 const PROCESS_COLUMNS = `id, origin, destination, command, pid, started_at, notify_on_complete, check_interval_ms, progress_sent, ended_at, exit_code, exit_signal, exit_note`;
 const SCHEDULE_COLUMNS = `id, origin, destination, target, text, cron, timezone, next_at, created_at`;
@@ -301,8 +367,10 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
     'INSERT INTO conversations (key, epoch) VALUES (?, 1) ON CONFLICT (key) DO UPDATE SET epoch = epoch + 1 RETURNING epoch',
   );
 
-  // Each status read through its own index (pending and failed by when their series began; only
-  // heads are ever being sent), newest first, then merged. A process's completion notice is
+  // Each status read through its own index (pending by deliveries_pending_since, failed by
+  // deliveries_failed_since, both on when their series began; only heads are ever being sent,
+  // read from deliveries_heads), newest first, so each stops at its LIMIT; then merged. A store
+  // made before deliveries_failed_since existed, read without creating it, sorts its dead letters. A process's completion notice is
   // reported with its process while the process is in its table (unreportedProcesses).
   const overdueOf = (where: string) =>
     `SELECT * FROM (SELECT ${DELIVERY_STATE_COLUMNS} FROM deliveries WHERE ${where} AND attempts_since < @before
@@ -316,6 +384,9 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
        UNION ALL ${overdueOf(`status = 'failed'`)})
      ORDER BY attempts_since DESC, id DESC LIMIT @limit`,
   );
+
+  // The ids arrive as one JSON array: one statement whatever their number (the caller bounds it).
+  const statesOf = statement<{ id: string; status: string }>(`SELECT id, status FROM deliveries WHERE id IN (SELECT value FROM json_each(?))`);
 
   const tools = toolOperations(db);
 
@@ -414,6 +485,8 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
       (failedOnly ? listFailed : listAll).all({ chat, limit }),
     /** Deliveries not done whose series of attempts began before `before`, newest first (see OutboxStore.overdue). */
     overdueDeliveries: (parameters: OverdueParameters): DeliveryStateRow[] => overdueDeliveries.all(parameters),
+    /** The status of each delivery of `ids` (a JSON array of strings) the outbox holds. */
+    deliveryStates: (ids: string): { id: string; status: string }[] => statesOf.all(ids),
     pressure: (maxOpenPerDestination: number): { open: number; fullDestinations: number; oldestOpenSince: number | undefined } => ({
       open: openTotal.get()!.open,
       fullDestinations: fullDestinations.get(maxOpenPerDestination)!.n,
@@ -483,12 +556,13 @@ function toolOperations(db: Database.Database) {
   const finishedSchedule = statement(`DELETE FROM schedules WHERE id = ? AND next_at = ?`);
   const removeSchedule = statement(`DELETE FROM schedules WHERE id = ?`);
   // A run's destination: the origin's chat (the destination column), an explicit target, or the
-  // home channel of the target's platform (the origin's for a bare `home`), joined by its key.
+  // home channel of the target's platform (the origin's for a bare `home`, unless a damaged
+  // origin is not JSON: json_extract would fail the whole read), joined by its key.
   const homeTarget = `(substr(schedules.target, 1, 5) = 'home:' AND instr(substr(schedules.target, 6), ':') = 0)`;
   const explicitTarget = `(CASE WHEN schedules.target <> 'origin' AND schedules.target <> 'home' AND NOT ${homeTarget} THEN schedules.target END)`;
   const overdueSchedules = statement<ScheduleRow>(
     `SELECT ${SCHEDULE_COLUMNS.split(', ').map((column) => `schedules.${column}`).join(', ')}
-     FROM schedules LEFT JOIN homes ON @filtered = 1 AND homes.platform = (CASE WHEN schedules.target = 'home'
+     FROM schedules LEFT JOIN homes ON @filtered = 1 AND homes.platform = (CASE WHEN schedules.target = 'home' AND json_valid(schedules.origin)
        THEN json_extract(schedules.origin, '$.session.platform') WHEN ${homeTarget} THEN substr(schedules.target, 6) END)
      WHERE schedules.next_at < @before
        AND (@filtered = 0 OR ${destinationMatches('schedules.destination')} OR ${destinationMatches(explicitTarget)}
@@ -565,3 +639,24 @@ function toolOperations(db: Database.Database) {
 
 export type SqliteOperations = ReturnType<typeof sqliteOperations>;
 export type OperationName = keyof SqliteOperations;
+
+/** The operations that only read: all a store opened read-only runs; it refuses the others by name. */
+export const READ_OPERATIONS: ReadonlySet<OperationName> = new Set<OperationName>([
+  'pendingMessages',
+  'listDeliveries',
+  'overdueDeliveries',
+  'deliveryStates',
+  'pressure',
+  'getHome',
+  'epoch',
+  'getProcess',
+  'allProcesses',
+  'processesOf',
+  'unreportedProcesses',
+  'dueSchedules',
+  'nextScheduleAt',
+  'schedulesOf',
+  'getSchedule',
+  'overdueSchedules',
+  'recentHistory',
+]);

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { formatDestination, type Destination } from '../deliveries/delivery.js';
+import { ThreadlineError } from '../errors.js';
 
 /**
  * The outbox's ordering key: a head being sent needs attention when its lease ends, a
@@ -115,6 +116,8 @@ CREATE INDEX IF NOT EXISTS deliveries_queued ON deliveries (destination) WHERE s
 CREATE INDEX IF NOT EXISTS deliveries_pending_since ON deliveries (attempts_since) WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS deliveries_done ON deliveries (finished_at) WHERE status = 'done';
 CREATE INDEX IF NOT EXISTS deliveries_failed ON deliveries (finished_at) WHERE status = 'failed';
+-- The forensics read of dead letters, newest series first, stops at its LIMIT instead of sorting them all.
+CREATE INDEX IF NOT EXISTS deliveries_failed_since ON deliveries (attempts_since) WHERE status = 'failed';
 CREATE TRIGGER IF NOT EXISTS deliveries_opened AFTER INSERT ON deliveries WHEN NEW.status IN ('pending', 'sending') BEGIN
   INSERT INTO open_counts (destination, open) VALUES (NEW.destination, 1) ON CONFLICT (destination) DO UPDATE SET open = open + 1;
   UPDATE open_counts SET open = open + 1 WHERE destination = '';
@@ -148,6 +151,23 @@ ${TOOL_TABLES}`;
 
 /** The layout SCHEMA describes, kept in `PRAGMA user_version`; stores below it are moved over first. */
 export const SCHEMA_VERSION = 2;
+
+/**
+ * Refuses a store this version does not read as it is (TL_STORE_FAILED naming both versions):
+ * a read-only reader can neither move an older store over nor know a newer one's layout.
+ */
+export function requireSchemaVersion(db: Database.Database, name: string): void {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version === SCHEMA_VERSION) return;
+  const fix =
+    version < SCHEMA_VERSION
+      ? 'start the gateway of this version on it once to move it over, then read it again'
+      : 'read it with the threadline version that wrote it';
+  throw new ThreadlineError(
+    'TL_STORE_FAILED',
+    `The store at ${name} has schema version ${version} and this threadline reads version ${SCHEMA_VERSION}: ${fix}.`,
+  );
+}
 
 /** Creates the schema, first moving a store written by an earlier version to it. */
 export function createSchema(db: Database.Database): void {

@@ -1,24 +1,35 @@
 import { LRUCache } from 'lru-cache';
-import { formatDestination, parseDestination, type Attachment, type Delivery, type DeliveryRecord, type Destination } from '../deliveries/delivery.js';
+import {
+  formatDestination,
+  parseDestination,
+  type Attachment,
+  type Delivery,
+  type DeliveryRecord,
+  type DeliveryStatus,
+  type Destination,
+} from '../deliveries/delivery.js';
 import { messageOf } from '../errors.js';
 import { sessionIdOfKey, type RoutingSnapshot } from '../session/index.js';
 import type { DeliveryRow, DeliveryStateRow, HistoryRow, OverdueParameters, ProcessRow, Retention, ScheduleRow, UnreportedProcessRow } from './sqlite-operations.js';
 import { SqliteConnection } from './sqlite-connection.js';
-import type {
-  Conversations,
-  DeliveryState,
-  HistoryEntry,
-  HistoryLog,
-  HomeChannels,
-  MessageLog,
-  OutboxStore,
-  OverdueQuery,
-  ProcessRecord,
-  ProcessTable,
-  ScheduleRecord,
-  ScheduleTable,
-  Store,
-  UnreportedProcess,
+import {
+  MAX_STATE_IDS,
+  type Conversations,
+  type DeliveryState,
+  type HistoryEntry,
+  type HistoryLog,
+  type HomeChannels,
+  type MessageLog,
+  type OutboxStore,
+  type OverdueQuery,
+  type ProcessRecord,
+  type ProcessState,
+  type ProcessTable,
+  type ScheduleRecord,
+  type ScheduleState,
+  type ScheduleTable,
+  type Store,
+  type UnreportedProcess,
 } from './store.js';
 
 /** Conversation epochs kept in memory; a miss costs one read. */
@@ -59,6 +70,16 @@ export class SqliteStore implements Store {
   /** Opens the store, creating it and its directory if needed; TL_STORE_FAILED says why it cannot. */
   static async open(path: string, retention: Retention = DEFAULT_RETENTION): Promise<SqliteStore> {
     return new SqliteStore(SqliteConnection.open(path, retention));
+  }
+
+  /**
+   * Opens an existing store to read it, as the forensics commands do, even while a gateway
+   * runs on it or from a read-only copy: its schema is neither created nor moved (another
+   * version's store is refused), reads take no write lock, and every write is refused with
+   * TL_STORE_FAILED. TL_STORE_FAILED also says why it cannot be opened.
+   */
+  static async openReadOnly(path: string): Promise<SqliteStore> {
+    return new SqliteStore(SqliteConnection.openReadOnly(path, DEFAULT_RETENTION));
   }
 
   close(): Promise<void> {
@@ -142,6 +163,15 @@ function outbox(thread: SqliteConnection): OutboxStore {
     },
     pressure: (maxOpenPerDestination) => thread.call('pressure', maxOpenPerDestination),
     overdue: async (query) => (await thread.call('overdueDeliveries', overdueParameters(query))).map(toDeliveryState),
+    states: async (ids) => {
+      const unique = [...new Set(ids)];
+      const chunks: Promise<{ id: string; status: string }[]>[] = [];
+      // Asked in one turn: the chunks are read in one transaction, so they agree.
+      for (let i = 0; i < unique.length; i += MAX_STATE_IDS) chunks.push(thread.call('deliveryStates', JSON.stringify(unique.slice(i, i + MAX_STATE_IDS))));
+      const states = new Map<string, DeliveryStatus>();
+      for (const rows of await Promise.all(chunks)) for (const row of rows) states.set(row.id, row.status as DeliveryStatus);
+      return states;
+    },
   };
 }
 
@@ -175,10 +205,20 @@ function toDeliveryState(row: DeliveryStateRow): DeliveryState {
   };
 }
 
-/** A stored snapshot, or undefined when it is not JSON: a forensic read reports what it can of a damaged row. */
+/** A stored snapshot, or undefined when it is not a JSON object: a forensic read reports what it can of a damaged row. */
 function parseRouting(json: string): RoutingSnapshot | undefined {
   try {
-    return JSON.parse(json) as RoutingSnapshot;
+    const snapshot: unknown = JSON.parse(json);
+    return typeof snapshot === 'object' && snapshot !== null ? (snapshot as RoutingSnapshot) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A stored destination, or undefined when it does not parse (see parseRouting). */
+function parseStoredDestination(text: string): Destination | undefined {
+  try {
+    return parseDestination(text);
   } catch {
     return undefined;
   }
@@ -261,7 +301,7 @@ function processTable(thread: SqliteConnection): ProcessTable {
 }
 
 function toUnreportedProcess(row: UnreportedProcessRow): UnreportedProcess {
-  const record = toProcessRecord(row) as UnreportedProcess['record'];
+  const record = toProcessState(row) as UnreportedProcess['record'];
   if (row.notice_status === null) return { record };
   const notice = toDeliveryState({
     id: `proc:${row.id}:done`,
@@ -297,11 +337,17 @@ function toProcessRow(record: ProcessRecord): ProcessRow {
   };
 }
 
+/** The gateway's own read: a row that does not parse throws, as its callers expect. */
 function toProcessRecord(row: ProcessRow): ProcessRecord {
+  return { ...toProcessState(row), origin: JSON.parse(row.origin) as RoutingSnapshot, destination: parseDestination(row.destination) };
+}
+
+/** The forensic read: what can be read of a damaged row (parseRouting). */
+function toProcessState(row: ProcessRow): ProcessState {
   return {
     id: row.id,
-    origin: JSON.parse(row.origin) as RoutingSnapshot,
-    destination: parseDestination(row.destination),
+    origin: parseRouting(row.origin),
+    destination: parseStoredDestination(row.destination),
     command: row.command,
     pid: row.pid,
     startedAt: row.started_at,
@@ -333,7 +379,7 @@ function scheduleTable(thread: SqliteConnection): ScheduleTable {
     },
     advance: (id, ranAt, nextAt) => thread.call('advanceSchedule', id, ranAt, nextAt ?? null),
     remove: (id) => thread.call('removeSchedule', id),
-    overdue: async (query) => (await thread.call('overdueSchedules', overdueParameters(query))).map(toScheduleRecord),
+    overdue: async (query) => (await thread.call('overdueSchedules', overdueParameters(query))).map(toScheduleState),
   };
 }
 
@@ -351,11 +397,17 @@ function toScheduleRow(record: ScheduleRecord): ScheduleRow {
   };
 }
 
+/** The gateway's own read: a row that does not parse throws, as its callers expect. */
 function toScheduleRecord(row: ScheduleRow): ScheduleRecord {
+  return { ...toScheduleState(row), origin: JSON.parse(row.origin) as RoutingSnapshot, destination: parseDestination(row.destination) };
+}
+
+/** The forensic read: what can be read of a damaged row (parseRouting). */
+function toScheduleState(row: ScheduleRow): ScheduleState {
   return {
     id: row.id,
-    origin: JSON.parse(row.origin) as RoutingSnapshot,
-    destination: parseDestination(row.destination),
+    origin: parseRouting(row.origin),
+    destination: parseStoredDestination(row.destination),
     target: row.target,
     text: row.text,
     ...(row.cron === null ? {} : { cron: row.cron }),

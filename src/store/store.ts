@@ -108,7 +108,15 @@ export interface OutboxStore {
    * still in the process table is left out: ProcessTable.unreported reports it with its process.
    */
   overdue(query: OverdueQuery): Promise<DeliveryState[]>;
+  /**
+   * The status of each of `ids` the outbox holds (an id it does not hold is not in the map):
+   * what became of deliveries the traces name. Read MAX_STATE_IDS at a time.
+   */
+  states(ids: readonly string[]): Promise<Map<string, DeliveryStatus>>;
 }
+
+/** Ids a single read of OutboxStore.states looks up; more are read in chunks of this many. */
+export const MAX_STATE_IDS = 1_000;
 
 /**
  * What the forensics commands ask of the store: work due before `before`, newest first, at most
@@ -201,6 +209,15 @@ export interface ProcessRecord {
   readonly exit?: ProcessExit | undefined;
 }
 
+/**
+ * A process as the forensics commands read it: a damaged row is reported with what can be read,
+ * its origin or destination undefined when the stored one does not parse.
+ */
+export interface ProcessState extends Omit<ProcessRecord, 'origin' | 'destination'> {
+  readonly origin: RoutingSnapshot | undefined;
+  readonly destination: Destination | undefined;
+}
+
 export interface ProcessTable {
   /** Adds the record unless a cap refuses it, atomically with the count. */
   add(record: ProcessRecord, caps: BackgroundCaps): Promise<CappedAdd>;
@@ -222,7 +239,7 @@ export interface ProcessTable {
 
 /** An ended process whose end was not reported, and its completion notice when the outbox has one. */
 export interface UnreportedProcess {
-  readonly record: ProcessRecord & { readonly exit: ProcessExit };
+  readonly record: ProcessState & { readonly exit: ProcessExit };
   readonly notice?: DeliveryState;
 }
 
@@ -247,6 +264,15 @@ export interface ScheduleRecord {
   readonly createdAt: number;
 }
 
+/**
+ * A schedule as the forensics commands read it: a damaged row is reported with what can be read,
+ * its origin or destination undefined when the stored one does not parse.
+ */
+export interface ScheduleState extends Omit<ScheduleRecord, 'origin' | 'destination'> {
+  readonly origin: RoutingSnapshot | undefined;
+  readonly destination: Destination | undefined;
+}
+
 export interface ScheduleTable {
   /** Adds the record unless a cap refuses it, atomically with the count. */
   add(record: ScheduleRecord, caps: BackgroundCaps): Promise<CappedAdd>;
@@ -269,7 +295,7 @@ export interface ScheduleTable {
    * Records due before `query.before` (their run has not happened), latest due first. A chat
    * matches the record's destination, origin, explicit target, or the home channel it targets.
    */
-  overdue(query: OverdueQuery): Promise<ScheduleRecord[]>;
+  overdue(query: OverdueQuery): Promise<ScheduleState[]>;
 }
 
 /** One entry of a conversation as the model sees it. */

@@ -110,13 +110,17 @@ export class FileSpanExporter implements SpanExporter {
   }
 }
 
+/** Whether the file's last byte ends a line; a file that cannot be read counts as ending one (appending still may work). */
 function endsWithNewline(path: string, size: number): boolean {
   const last = Buffer.alloc(1);
-  const fd = openSync(path, 'r');
+  let fd: number | undefined;
   try {
+    fd = openSync(path, 'r');
     readSync(fd, last, 0, 1, size - 1);
+  } catch {
+    return true;
   } finally {
-    closeSync(fd);
+    if (fd !== undefined) closeSync(fd);
   }
   return last[0] === NEWLINE[0];
 }

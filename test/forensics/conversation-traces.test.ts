@@ -31,4 +31,12 @@ describe('summarizeTraces', () => {
     ]);
     expect(older!.deliveries[1]!.error).toBe('receiver answered 503');
   });
+
+  it('a trace whose spans form a cycle (malformed) still gets a root: its earliest span', () => {
+    const traceId = hexId(32);
+    const [aId, bId] = [hexId(16), hexId(16)];
+    const a = storedSpan({ name: 'a', traceId, spanId: aId, parentSpanId: bId, startMs: 2 });
+    const b = storedSpan({ name: 'b', traceId, spanId: bId, parentSpanId: aId, startMs: 1 });
+    expect(summarizeTraces([traceOf(a, b)])[0]!.root.name).toBe('b');
+  });
 });

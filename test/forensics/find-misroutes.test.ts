@@ -114,6 +114,62 @@ describe('findMisroutes', () => {
     expect(misroute!.work).toMatchObject({ traceId: gone, name: '(origin trace not found)' });
   });
 
+  it("a trace holding two conversations' work (a delivery that reached a gateway with its traceparent) is judged from the nearest work root", async () => {
+    const a = turnTrace(A);
+    const toBridge = storedSpan({ name: 'gateway.deliver', traceId: a.traceId, parentSpanId: a.turn.spanId, attributes: deliverAttributes('a/1', 'reply', 'origin', A, A) });
+    const bMessage = storedSpan({ name: 'gateway.message', traceId: a.traceId, parentSpanId: toBridge.spanId, attributes: stamped(...B) });
+    const bTurn = storedSpan({ name: 'agent.turn', traceId: a.traceId, parentSpanId: bMessage.spanId, attributes: stamped(...B) });
+    const bReply = storedSpan({ name: 'gateway.deliver', traceId: a.traceId, parentSpanId: bTurn.spanId, attributes: deliverAttributes('b/1', 'reply', 'origin', B, B) });
+    expect(await findMisroutes([traceOf(a.message, a.turn, toBridge, bMessage, bTurn, bReply)], sourceWith())).toEqual([]);
+  });
+
+  it('one finding per delivery: a replayed turn flags it again; an outbox retry that sent it makes it sent', async () => {
+    const turn = turnTrace(A, 1_000);
+    const failed = storedSpan({
+      name: 'gateway.deliver',
+      traceId: turn.traceId,
+      parentSpanId: turn.turn.spanId,
+      startMs: 1_010,
+      attributes: deliverAttributes('m/9', 'reply', 'origin', A, B),
+      events: [mismatchEvent(A, B), { name: 'exception', timeMs: 1_011, attributes: { 'exception.type': 'TL_DELIVERY_FAILED' } }],
+    });
+    const replay = turnTrace(A, 9_000);
+    const replayed = storedSpan({
+      name: 'gateway.deliver',
+      traceId: replay.traceId,
+      parentSpanId: replay.turn.spanId,
+      startMs: 9_010,
+      attributes: { ...deliverAttributes('m/9', 'reply', 'origin', A, B), 'delivery.replayed': true },
+      events: [mismatchEvent(A, B)],
+    });
+    const traces = [traceOf(turn.message, turn.turn, failed), traceOf(replay.message, replay.turn, replayed)];
+    const [only, ...more] = await findMisroutes(traces, sourceWith());
+    expect(more).toEqual([]);
+    expect(only).toMatchObject({ deliveryId: 'm/9', outcome: 'failed', delivery: { spanId: failed.spanId } });
+    const retry = storedSpan({ name: 'gateway.deliver', traceId: hexId(32), startMs: 5_000, attributes: { ...deliverAttributes('m/9', 'reply', 'origin', A, B), 'delivery.attempt': 2 } });
+    expect((await findMisroutes([...traces, traceOf(retry)], sourceWith()))[0]!.outcome).toBe('sent');
+  });
+
+  it('an origin span missing from a trace the window cut is fetched; an origin id that is not hex is ignored', async () => {
+    const origin = turnTrace(A, 1_000);
+    const stranger = turnTrace(B, 2_000);
+    const deliver = (traceId: unknown) =>
+      storedSpan({
+        name: 'gateway.deliver',
+        traceId: stranger.traceId,
+        parentSpanId: stranger.turn.spanId,
+        attributes: { ...deliverAttributes('x/1', 'reply', 'origin', A, B), 'delivery.origin.trace_id': traceId as string, 'delivery.origin.span_id': origin.tool.spanId },
+        events: [mismatchEvent(A, B)],
+      });
+    const cut = traceOf(origin.message); // the window kept the root only
+    const source = sourceWith([traceOf(origin.message, origin.turn, origin.tool)]);
+    const [found] = await findMisroutes([cut, traceOf(stranger.message, stranger.turn, deliver(origin.traceId))], source);
+    expect(found!.work).toMatchObject({ kind: 'turn', spanId: origin.message.spanId });
+    expect(source.asked).toEqual([origin.traceId]);
+    const [hostile] = await findMisroutes([traceOf(stranger.message, stranger.turn, deliver('\u001b]0;pwned\u0007'))], sourceWith());
+    expect(hostile!.work).toMatchObject({ traceId: stranger.traceId, name: 'gateway.message' });
+  });
+
   it('off privacy: platforms only, and a flagged delivery is still found', async () => {
     const turn = turnTrace(A);
     const deliver = storedSpan({

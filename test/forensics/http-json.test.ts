@@ -52,6 +52,15 @@ describe('getJson', () => {
     expect(message).not.toMatch(/y{200}/);
   });
 
+  it('redacts before it cuts: a token the 200-character cut would split shows no part of itself', async () => {
+    // A Telegram bot token is only recognised whole (30 or more characters after the colon).
+    const token = `123456:${'A'.repeat(40)}`;
+    handle = (response) => response.writeHead(500).end(`${'z'.repeat(170)} ${token}`);
+    const message = await failure(getJson(url(), { what }));
+    expect(message).not.toContain('123456:AAA');
+    expect(message).toContain('<redacted>');
+  });
+
   it('returns a status the caller tells apart itself, with or without a body', async () => {
     handle = (response) => response.writeHead(404).end();
     expect(await getJson(url(), { what, acceptStatus: [404] })).toEqual({ status: 404, body: undefined });

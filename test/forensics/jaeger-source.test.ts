@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JaegerSource } from '../../src/forensics/jaeger-source.js';
 import type { StoredTrace } from '../../src/forensics/trace-model.js';
@@ -160,6 +162,19 @@ describe('JaegerSource: failures', () => {
     } finally {
       await notJaeger.close();
       await tempo.close();
+    }
+  });
+
+  it('says a proxy refused it (401, 403) rather than "not Jaeger"', async () => {
+    const proxy = createServer((_request, response) => response.writeHead(403, { 'content-type': 'text/plain' }).end('forbidden by the proxy'));
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      const error = assertThreadlineError(await rejectionOf(new JaegerSource(url).search(query())), 'TL_TRACE_SOURCE');
+      expect(error.message).toMatch(/answered 403: forbidden by the proxy/);
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise((resolve) => proxy.close(resolve));
     }
   });
 

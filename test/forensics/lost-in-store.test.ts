@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DeliveryKind, Destination } from '../../src/deliveries/delivery.js';
 import type { LostWork } from '../../src/forensics/findings.js';
@@ -141,7 +142,7 @@ describe('findLostInStore: work the store shows due and not delivered', () => {
     await addSchedule(store, 's-at', chat('b'), CUTOFF);
     await addProcess(store, 'p-outside', chat('a'), CUTOFF - 1);
     await addProcess(store, 'p-at', chat('b'), CUTOFF);
-    expect(ids(await find(store)).sort()).toEqual(['d-outside', 'p-outside', 's-outside']);
+    expect(ids(await find(store)).sort()).toEqual([`cron:s-outside:${CUTOFF - 1}`, 'd-outside', 'proc:p-outside:done']);
   });
 
   it('finds a cron run that did not happen, with where it would have gone and its origin', async () => {
@@ -154,11 +155,12 @@ describe('findLostInStore: work the store shows due and not delivered', () => {
     await addSchedule(store, 'sch-unset-home', origin, CUTOFF - 4_000, 'home:discord');
     await addSchedule(store, 'sch-future', origin, NOW + 60_000);
     const found = await find(store);
-    expect(found.map((work) => [work.id, work.what, work.kind, work.state, work.dueAt, work.destination])).toEqual([
-      ['sch-origin', 'cron run', 'cron', 'overdue', CUTOFF - 1_000, { platform: 'webhook', chatId: 'o', threadId: 'topic' }],
-      ['sch-home', 'cron run', 'cron', 'overdue', CUTOFF - 2_000, { platform: 'telegram', chatId: 'home-chat' }],
-      ['sch-explicit', 'cron run', 'cron', 'overdue', CUTOFF - 3_000, { platform: 'slack', chatId: 'C:1', threadId: 't9' }],
-      ['sch-unset-home', 'cron run', 'cron', 'overdue', CUTOFF - 4_000, undefined],
+    // Each is named by the delivery id the scheduler gives the run it owes, as the traces name it.
+    expect(found.map((work) => [work.id, work.workId, work.what, work.kind, work.state, work.dueAt, work.destination])).toEqual([
+      [`cron:sch-origin:${CUTOFF - 1_000}`, 'sch-origin', 'cron run', 'cron', 'overdue', CUTOFF - 1_000, { platform: 'webhook', chatId: 'o', threadId: 'topic' }],
+      [`cron:sch-home:${CUTOFF - 2_000}`, 'sch-home', 'cron run', 'cron', 'overdue', CUTOFF - 2_000, { platform: 'telegram', chatId: 'home-chat' }],
+      [`cron:sch-explicit:${CUTOFF - 3_000}`, 'sch-explicit', 'cron run', 'cron', 'overdue', CUTOFF - 3_000, { platform: 'slack', chatId: 'C:1', threadId: 't9' }],
+      [`cron:sch-unset-home:${CUTOFF - 4_000}`, 'sch-unset-home', 'cron run', 'cron', 'overdue', CUTOFF - 4_000, undefined],
     ]);
     expect(found[0]).toMatchObject({ origin: { platform: 'webhook', chatId: 'o', threadId: 'topic' }, originTraceId: 'd'.repeat(32), source: 'store' });
   });
@@ -175,7 +177,8 @@ describe('findLostInStore: work the store shows due and not delivered', () => {
       {
         type: 'lost',
         what: 'watcher notification',
-        id: 'p-unrecorded',
+        id: 'proc:p-unrecorded:done',
+        workId: 'p-unrecorded',
         kind: 'notification',
         state: 'not recorded',
         dueAt: CUTOFF - 1_000,
@@ -184,7 +187,7 @@ describe('findLostInStore: work the store shows due and not delivered', () => {
         originTraceId: 'e'.repeat(32),
         source: 'store',
       },
-      expect.objectContaining({ id: 'p-failed', what: 'watcher notification', state: 'failed', lastError: 'receiver answered 410: gone', attempts: 1 }),
+      expect.objectContaining({ id: 'proc:p-failed:done', workId: 'p-failed', what: 'watcher notification', state: 'failed', lastError: 'receiver answered 410: gone', attempts: 1 }),
     ]);
   });
 
@@ -216,13 +219,13 @@ describe('findLostInStore: work the store shows due and not delivered', () => {
     await addSchedule(store, 's-from-z-to-x', chat('z'), CUTOFF - 4_000, 'webhook:x');
     await addProcess(store, 'p-x-thread', chat('x', 'th'), CUTOFF - 5_000);
     await addProcess(store, 'p-z', chat('z'), CUTOFF - 6_000);
-    expect(ids(await find(store, { chatId: 'x' }))).toEqual(['d-x-to-y', 'd-x-thread', 'd-q-to-x-thread', 's-from-z-to-x', 'p-x-thread']);
+    expect(ids(await find(store, { chatId: 'x' }))).toEqual(['d-x-to-y', 'd-x-thread', 'd-q-to-x-thread', `cron:s-from-z-to-x:${CUTOFF - 4_000}`, 'proc:p-x-thread:done']);
     expect(ids(await find(store, { chatId: 'x', threadId: 'th2' }))).toEqual(['d-q-to-x-thread']);
     expect(ids(await find(store, { chatId: 'y' }))).toEqual(['d-x-to-y']);
-    expect(ids(await find(store, { chatId: 'x', threadId: 'th' }))).toEqual(['d-x-thread', 'p-x-thread']);
-    expect(ids(await find(store, { threadId: 'th' }))).toEqual(['d-x-thread', 'p-x-thread']);
+    expect(ids(await find(store, { chatId: 'x', threadId: 'th' }))).toEqual(['d-x-thread', 'proc:p-x-thread:done']);
+    expect(ids(await find(store, { threadId: 'th' }))).toEqual(['d-x-thread', 'proc:p-x-thread:done']);
     expect(ids(await find(store, { chatId: 'x:th' }))).toEqual(['d-colon']);
-    expect(ids(await find(store, { chatId: 'z' }))).toEqual(['s-from-z-to-x', 'p-z']);
+    expect(ids(await find(store, { chatId: 'z' }))).toEqual([`cron:s-from-z-to-x:${CUTOFF - 4_000}`, 'proc:p-z:done']);
     expect(ids(await find(store, { chatId: 'nobody' }))).toEqual([]);
   });
 
@@ -231,8 +234,8 @@ describe('findLostInStore: work the store shows due and not delivered', () => {
     await store.homes.set(chat('home-chat', undefined, 'telegram'));
     await addSchedule(store, 's-home', chat('o', undefined, 'telegram'), CUTOFF - 1_000, 'home');
     await addSchedule(store, 's-home-of', chat('o2'), CUTOFF - 2_000, 'home:telegram');
-    expect(ids(await find(store, { chatId: 'home-chat' }))).toEqual(['s-home', 's-home-of']);
-    expect(ids(await find(store, { chatId: 'o2' }))).toEqual(['s-home-of']);
+    expect(ids(await find(store, { chatId: 'home-chat' }))).toEqual([`cron:s-home:${CUTOFF - 1_000}`, `cron:s-home-of:${CUTOFF - 2_000}`]);
+    expect(ids(await find(store, { chatId: 'o2' }))).toEqual([`cron:s-home-of:${CUTOFF - 2_000}`]);
   });
 
   it('answers newest first across the outbox, processes and schedules, at most `limit`', async () => {
@@ -242,10 +245,65 @@ describe('findLostInStore: work the store shows due and not delivered', () => {
       await addProcess(store, `p${i}`, chat(`p${i}`), CUTOFF - 11 - i * 3);
       await addSchedule(store, `s${i}`, chat(`s${i}`), CUTOFF - 12 - i * 3);
     }
-    expect(ids(await find(store))).toEqual(['d0', 'p0', 's0', 'd1', 'p1', 's1', 'd2', 'p2', 's2']);
-    expect(ids(await find(store, { limit: 4 }))).toEqual(['d0', 'p0', 's0', 'd1']);
+    const work = (found: readonly LostWork[]) => found.map((lost) => lost.workId ?? lost.id);
+    expect(work(await find(store))).toEqual(['d0', 'p0', 's0', 'd1', 'p1', 's1', 'd2', 'p2', 's2']);
+    expect(work(await find(store, { limit: 4 }))).toEqual(['d0', 'p0', 's0', 'd1']);
     expect(ids(await find(store, { limit: 0 }))).toEqual([]);
     expect(ids(await find(store, { limit: -5 }))).toEqual([]);
+  });
+
+  it('reports damaged schedule and process rows with what can be read of them, and the gateway\'s own reads still refuse them', async () => {
+    const path = join(tempDir(), 'damaged-tools.db');
+    await (await SqliteStore.open(path)).close();
+    const raw = new Database(path);
+    const schedule = raw.prepare(
+      `INSERT INTO schedules (id, origin, destination, target, text, next_at, created_at) VALUES (?, '{not json', 'no-colon', ?, 't', ?, 1)`,
+    );
+    // A bare `home` takes its platform from the origin, which here cannot be read.
+    schedule.run('s-home', 'home', CUTOFF - 1_000);
+    schedule.run('s-origin', 'origin', CUTOFF - 2_000);
+    schedule.run('s-null-origin', 'webhook:x', CUTOFF - 3_000);
+    raw.prepare(`UPDATE schedules SET origin = 'null' WHERE id = 's-null-origin'`).run();
+    raw
+      .prepare(
+        `INSERT INTO processes (id, origin, destination, command, pid, started_at, notify_on_complete, progress_sent, ended_at, exit_code)
+         VALUES ('p-damaged', '[1', 'no-colon', 'make', 1, 1, 1, 0, ?, 1)`,
+      )
+      .run(CUTOFF - 4_000);
+    raw.close();
+    const store = await SqliteStore.openReadOnly(path);
+    opened.push(store);
+    expect(await find(store)).toEqual([
+      { type: 'lost', what: 'cron run', id: `cron:s-home:${CUTOFF - 1_000}`, workId: 's-home', kind: 'cron', state: 'overdue', dueAt: CUTOFF - 1_000, source: 'store' },
+      { type: 'lost', what: 'cron run', id: `cron:s-origin:${CUTOFF - 2_000}`, workId: 's-origin', kind: 'cron', state: 'overdue', dueAt: CUTOFF - 2_000, source: 'store' },
+      {
+        type: 'lost',
+        what: 'cron run',
+        id: `cron:s-null-origin:${CUTOFF - 3_000}`,
+        workId: 's-null-origin',
+        kind: 'cron',
+        state: 'overdue',
+        dueAt: CUTOFF - 3_000,
+        destination: { platform: 'webhook', chatId: 'x' },
+        source: 'store',
+      },
+      {
+        type: 'lost',
+        what: 'watcher notification',
+        id: 'proc:p-damaged:done',
+        workId: 'p-damaged',
+        kind: 'notification',
+        state: 'not recorded',
+        dueAt: CUTOFF - 4_000,
+        source: 'store',
+      },
+    ]);
+    // Filtered by chat too: a damaged origin matches no chat, an explicit target still does.
+    expect(ids(await find(store, { chatId: 'x' }))).toEqual([`cron:s-null-origin:${CUTOFF - 3_000}`]);
+    const own = await SqliteStore.open(path);
+    opened.push(own);
+    await expect(own.schedules.get('s-origin')).rejects.toThrow(SyntaxError);
+    await expect(own.processes.all()).rejects.toThrow(SyntaxError);
   });
 
   it('changes nothing in the store', async () => {

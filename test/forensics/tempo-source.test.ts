@@ -133,6 +133,21 @@ describe('TempoSource', () => {
     ]);
   });
 
+  it('leaves out a trace Tempo refuses as too large (422) and says so, instead of failing the search', async () => {
+    const tempo = await fakeTempo();
+    const source = new TempoSource(tempo.url);
+    // modules/frontend/combiner/trace_by_id.go: 422 "trace exceeds max size" over max_bytes_per_trace.
+    const originalFetch = globalThis.fetch;
+    globalThis.fetch = async (input, init) =>
+      String(input).includes(`/api/traces/${written.turn}`) ? new Response('trace exceeds max size (max bytes: 5000000)', { status: 422 }) : originalFetch(input, init);
+    try {
+      expect((await source.search(query())).map((trace) => trace.traceId)).toEqual([written.misroute, written.later]);
+    } finally {
+      globalThis.fetch = originalFetch;
+    }
+    expect(source.warnings()).toEqual([`tempo ${tempo.url} refused 1 trace as larger than its max_bytes_per_trace (422); left out.`]);
+  });
+
   it('has no viewer link of its own', () => {
     expect(source.link()).toBeUndefined();
     expect(source.description).toBe(`tempo ${fake.url}`);

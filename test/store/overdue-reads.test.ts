@@ -34,9 +34,14 @@ describe('the store\'s forensics reads', () => {
     // Only indexes are scanned: the heads (few: one per destination with open deliveries) and the failed ones (pruned by age).
     expect(details.filter((detail) => /^SCAN (deliveries|processes|schedules|homes)\b/.test(detail) && !/USING (COVERING )?INDEX/.test(detail))).toEqual([]);
     const all = details.join('\n');
-    for (const index of ['deliveries_pending_since', 'deliveries_heads', 'deliveries_failed', 'schedules_next', 'processes_ended']) {
+    for (const index of ['deliveries_pending_since', 'deliveries_heads', 'deliveries_failed_since', 'schedules_next', 'processes_ended']) {
       expect(all).toContain(index);
     }
+    // Dead letters and pending deliveries are each read in the order of their index and stop at
+    // the LIMIT: a sort of ties at most, never a sort of every kept row.
+    expect(details).toContain('SEARCH deliveries USING INDEX deliveries_failed_since (attempts_since<?)');
+    expect(details).toContain('SEARCH deliveries USING INDEX deliveries_pending_since (attempts_since<?)');
+    expect(all).not.toMatch(/USING INDEX deliveries_failed\b(?!_)/);
     for (const { sql } of plans) expect(sql).toMatch(/LIMIT @limit\s*$/);
   });
 
