@@ -10,11 +10,10 @@
  */
 import { ThreadlineError } from '../errors.js';
 import type { SpanAttributes, SpanAttributeValue, SpanEvent, SpanLink, StoredSpan, StoredTrace } from './trace-model.js';
+import { describe, isObject, type Json } from './json-value.js';
 
 /** Thrown inside the reader and turned into TL_TRACE_SOURCE naming the source. */
 class Malformed extends Error {}
-
-type Json = Record<string, unknown>;
 
 /** Tags the translator adds from fields of the OTLP span, not from its attributes. */
 const TRANSLATOR_TAGS: ReadonlySet<string> = new Set([
@@ -226,16 +225,3 @@ function errorsOf(body: Json): string {
     .slice(0, 300);
 }
 
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** What a JSON value is, for a message: never more of the value than a short scalar. */
-function describe(value: unknown): string {
-  if (value === undefined) return 'missing';
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return 'an object';
-  if (typeof value === 'string') return value.length > 40 ? `a string of ${value.length} characters` : JSON.stringify(value);
-  return `${typeof value} ${String(value)}`;
-}

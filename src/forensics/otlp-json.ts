@@ -8,6 +8,7 @@
  */
 import { ThreadlineError } from '../errors.js';
 import type { SpanAttributes, SpanAttributeValue, SpanEvent, SpanLink, StoredSpan } from './trace-model.js';
+import { describe, isObject, type Json } from './json-value.js';
 
 /** A document that is not OTLP/JSON traces; `problem` says what is wrong, for callers that name their own place. */
 export class TraceDocumentError extends ThreadlineError {
@@ -22,8 +23,6 @@ export class TraceDocumentError extends ThreadlineError {
 
 /** Thrown inside the reader and turned into a TraceDocumentError naming the source. */
 class Malformed extends Error {}
-
-type Json = Record<string, unknown>;
 
 const HEX_TRACE_ID = /^[0-9a-fA-F]{32}$/;
 const HEX_SPAN_ID = /^[0-9a-fA-F]{16}$/;
@@ -245,10 +244,6 @@ function idOf(value: unknown, bytes: 16 | 8, what: string, zeroIsNone = false): 
   return hex;
 }
 
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function arrayField(owner: Json, key: string, at: string): unknown[] {
   const value = owner[key];
   if (!Array.isArray(value)) throw new Malformed(`${key} in ${at} is ${describe(value)}, not an array`);
@@ -270,12 +265,3 @@ function optionalObject(owner: Json, key: string, at: string): Json | undefined 
   return value;
 }
 
-/** What a JSON value is, for a message: never the value itself beyond a short scalar. */
-function describe(value: unknown): string {
-  if (value === undefined) return 'missing';
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return 'an object';
-  if (typeof value === 'string') return value.length > 40 ? `a string of ${value.length} characters` : JSON.stringify(value);
-  return `${typeof value} ${String(value)}`;
-}

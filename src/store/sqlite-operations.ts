@@ -515,15 +515,14 @@ function toolOperations(db: Database.Database) {
   /** Inserts the row unless its destination's or the table's count is at its cap, in the caller's transaction. */
   const capped = <Row extends { destination: string }>(table: string, columns: string) => {
     const counts = countOf(table);
-    const insert = statement(`INSERT INTO ${table} (${columns}) VALUES (${columns.split(', ').map((column) => `@${column}`).join(', ')})`);
+    const insert = statement(`INSERT INTO ${table} (${columns}) VALUES (${columns.split(', ').map((column) => `@${column}`).join(', ')}) ON CONFLICT (id) DO NOTHING`);
     return (row: Row, caps: BackgroundCaps): CappedAdd => {
       const mine = counts.mine.get(row.destination)!.n;
       if (mine >= caps.maxPerDestination) return { status: 'full', scope: 'destination', open: mine };
       // Caps are small and nothing is added past them: counting the table costs that many entries at most.
       const total = counts.total.get()!.n;
       if (total >= caps.maxTotal) return { status: 'full', scope: 'total', open: total };
-      insert.run(row);
-      return { status: 'added' };
+      return insert.run(row).changes === 1 ? { status: 'added' } : { status: 'taken' };
     };
   };
 

@@ -172,7 +172,11 @@ export interface BackgroundCaps {
 }
 
 /** `added`, or nothing added: the chat's (`destination`) or the gateway's (`total`) count is at its cap. */
-export type CappedAdd = { readonly status: 'added' } | { readonly status: 'full'; readonly scope: 'destination' | 'total'; readonly open: number };
+/** `taken`: a record of that id exists already (two new random ids can meet): choose another. */
+export type CappedAdd =
+  | { readonly status: 'added' }
+  | { readonly status: 'taken' }
+  | { readonly status: 'full'; readonly scope: 'destination' | 'total'; readonly open: number };
 
 /** How a background command ended. */
 export interface ProcessExit {

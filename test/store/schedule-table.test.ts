@@ -1,6 +1,5 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ThreadlineError } from '../../src/errors.js';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
 import type { ScheduleRecord } from '../../src/store/store.js';
 import { useTempDir } from '../helpers/temp-dir.js';
@@ -33,6 +32,15 @@ describe('SqliteStore schedules', () => {
     expect(await store.schedules.get('r1')).toEqual(reminder);
     expect(await store.schedules.get('c1')).toEqual(job);
     expect(await store.schedules.get('nope')).toBeUndefined();
+    await store.close();
+  });
+
+  it('says an id is taken instead of failing or overwriting the job that has it', async () => {
+    const store = await SqliteStore.open(':memory:');
+    const first = schedule('same', 500);
+    expect(await store.schedules.add(first, ROOMY)).toEqual({ status: 'added' });
+    expect(await store.schedules.add({ ...schedule('same', 900), text: 'another' }, ROOMY)).toEqual({ status: 'taken' });
+    expect(await store.schedules.get('same')).toEqual(first);
     await store.close();
   });
 
@@ -91,16 +99,6 @@ describe('SqliteStore schedules', () => {
     expect(outcomes[1]).toEqual({ status: 'full', scope: 'destination', open: 2 });
     expect(outcomes[6]).toEqual({ status: 'full', scope: 'total', open: 3 });
     expect(ids(await store.schedules.due(1, 100))).toEqual(['a1', 's0', 's5']);
-    await store.close();
-  });
-
-  it('fails an add of an id already taken', async () => {
-    const store = await SqliteStore.open(':memory:');
-    await store.schedules.add(schedule('r1', 100), ROOMY);
-    const error = await store.schedules.add(schedule('r1', 200), ROOMY).catch((thrown: unknown) => thrown);
-    expect(error).toBeInstanceOf(ThreadlineError);
-    expect((error as ThreadlineError).code).toBe('TL_STORE_FAILED');
-    expect((await store.schedules.get('r1'))?.nextAt).toBe(100);
     await store.close();
   });
 

@@ -52,6 +52,8 @@ export async function addJob(services: ToolServices, config: CronConfig, spec: J
     };
     const outcome = await schedules.add(record, { maxPerDestination: config.maxPerChat, maxTotal: config.maxTotal });
     if (outcome.status === 'added') return record;
+    // Another call took the same new id between the check and the insert: try another.
+    if (outcome.status === 'taken') continue;
     throw new ThreadlineError('TL_TOOL_LIMIT', limitMessage(outcome.scope, outcome.open, config));
   }
   throw new ThreadlineError('TL_TOOL_FAILED', `No free schedule id was found in ${ID_ATTEMPTS} tries; try again`);

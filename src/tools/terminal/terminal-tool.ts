@@ -128,6 +128,12 @@ async function startBackground(deps: TerminalToolDeps, args: TerminalArgs, call:
     await removeProcessDir(dir);
     throw error;
   }
+  if (added.status === 'taken') {
+    // The process directory reserves the id first, so only a record left without its directory gets here.
+    wrapper.abort();
+    await removeProcessDir(dir);
+    throw new ThreadlineError('TL_TOOL_FAILED', `Background command id ${id} is taken; try again`);
+  }
   if (added.status === 'full') {
     // The wrapper still waits for its go: nothing of the command ran.
     wrapper.abort();
