@@ -34,7 +34,8 @@ function normalized(text: string): string {
 const root = mkdtempSync(join(tmpdir(), 'threadline-misroutes-doc-'));
 let fixture: GatewayTraces;
 beforeAll(async () => {
-  fixture = await buildGatewayTraces(root);
+  // A smaller gateway run than misroutes-cli's thousand: the examples need its shapes, not its volume.
+  fixture = await buildGatewayTraces(root, { messages: 250 });
 }, 60_000);
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 

@@ -33,7 +33,8 @@ async function traces(...args: string[]): Promise<TracesReport> {
 const root = mkdtempSync(join(tmpdir(), 'threadline-trace-cli-'));
 let fixture: GatewayTraces;
 beforeAll(async () => {
-  fixture = await buildGatewayTraces(root);
+  // A smaller gateway run than misroutes-cli's thousand: the examples need its shapes, not its volume.
+  fixture = await buildGatewayTraces(root, { messages: 250 });
 }, 60_000);
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 

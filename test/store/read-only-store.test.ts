@@ -215,8 +215,15 @@ function readCopy(path: string): string[] {
      console.log(JSON.stringify(lost.map((delivery) => delivery.id)));`,
   );
   chmodSync(tempDir(), 0o755);
-  const asNobody = process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
-  const command = [...asNobody, process.execPath, resolve('node_modules/tsx/dist/cli.mjs'), script, path];
+  const root = process.getuid?.() === 0;
+  const asNobody = root ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
+  // This very node, where nobody may run it: npx keeps the Node 24 of CI under /root, closed to others.
+  const node = root ? join(tempDir(), 'node') : process.execPath;
+  if (root && !existsSync(node)) {
+    copyFileSync(process.execPath, node);
+    chmodSync(node, 0o755);
+  }
+  const command = [...asNobody, node, resolve('node_modules/tsx/dist/cli.mjs'), script, path];
   const output = execFileSync(command[0]!, command.slice(1), { encoding: 'utf8', env: { ...process.env, TSX_TSCONFIG_PATH: resolve('tsconfig.json') } });
   return JSON.parse(output.trim()) as string[];
 }
