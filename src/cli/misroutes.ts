@@ -12,8 +12,6 @@ import type { Finding, LostWork } from '../forensics/findings.js';
 import { findMisroutes } from '../forensics/find-misroutes.js';
 import { findLostInTraces } from '../forensics/lost-in-traces.js';
 import { findingsJson, findingsText } from '../forensics/render-findings.js';
-import type { StoredTrace } from '../forensics/trace-model.js';
-import type { TraceSource } from '../forensics/trace-source.js';
 import type { CliIo } from './io.js';
 import {
   addSourceOptions,
@@ -65,7 +63,7 @@ export function registerMisroutes(program: Command, io: CliIo): void {
       const filter = { ...(chatId === undefined ? {} : { chatId }), ...(threadId === undefined ? {} : { threadId }) };
       const storeDir = storeToRead(options, io, cmd);
       const findings = await readingSource(io, async () => {
-        const traces = await deliveryTraces(source, { service: serviceName(options, io), since, until, limit: options.limit, ...filter });
+        const traces = await source.search({ service: serviceName(options, io), since, until, limit: options.limit, purpose: 'deliveries', ...filter });
         if (traces.length >= options.limit) {
           io.err(`threadline: the search returned --limit ${options.limit} traces; older ones were not read (raise --limit or narrow --since)\n`);
         }
@@ -80,11 +78,6 @@ export function registerMisroutes(program: Command, io: CliIo): void {
       printWarnings(source, io);
       if (findings.list.length > 0) throw new CommanderError(1, 'threadline.found', `${findings.list.length} found`);
     });
-}
-
-/** Traces holding deliveries: all of them, or those to or from one chat. */
-function deliveryTraces(source: TraceSource, query: { service: string; since: number; until: number; limit: number; chatId?: string; threadId?: string }): Promise<StoredTrace[]> {
-  return source.search({ ...query, purpose: 'deliveries' });
 }
 
 /** The data dir whose store to read: the one given (which must hold a store), else the default one if it holds a store. */

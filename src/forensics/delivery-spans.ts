@@ -1,4 +1,5 @@
 import type { StoredSpan } from './trace-model.js';
+import { workKind } from './work-kind.js';
 
 /** A gateway.deliver span that was an attempt to send: not merely queued, not a replayed turn's. */
 export function wasAttempt(span: StoredSpan): boolean {
@@ -17,7 +18,8 @@ export function wasRefusedMisroute(span: StoredSpan): boolean {
 
 /** The root of the work a span belongs to: a message's turn, a cron run, a watcher's report. */
 export function isWorkRoot(span: StoredSpan): boolean {
-  return span.name === 'gateway.message' || span.name.startsWith('cron.') || span.name.startsWith('terminal.');
+  const kind = workKind(span.name);
+  return kind === 'turn' || kind === 'watcher' || kind === 'cron run';
 }
 
 const TRACE_ID = /^[0-9a-f]{32}$/;

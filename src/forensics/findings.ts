@@ -68,3 +68,8 @@ export interface LostWork {
 }
 
 export type Finding = Misroute | LostWork;
+
+/** What lost work of a delivery kind is called: `cron run`, `watcher notification`, else `delivery`. */
+export function lostWhat(kind: string | undefined): LostWork['what'] {
+  return kind === 'cron' ? 'cron run' : kind === 'notification' ? 'watcher notification' : 'delivery';
+}

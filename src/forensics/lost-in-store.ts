@@ -1,8 +1,8 @@
-import { parseDestination, type DeliveryKind, type Destination } from '../deliveries/delivery.js';
+import { parseDestination, type Destination } from '../deliveries/delivery.js';
 import { parseTarget, type Target } from '../deliveries/target.js';
 import type { RoutingSnapshot } from '../session/index.js';
 import type { DeliveryState, ScheduleState, Store, UnreportedProcess } from '../store/store.js';
-import type { LostWork, RoutingView } from './findings.js';
+import { lostWhat, type LostWork, type RoutingView } from './findings.js';
 
 export interface LostInStoreOptions {
   /** ms since the epoch. */
@@ -60,7 +60,7 @@ export async function findLostInStore(store: LostWorkReads, options: LostInStore
 function lostDelivery(delivery: DeliveryState): LostWork {
   return {
     type: 'lost',
-    what: whatOf(delivery.kind),
+    what: lostWhat(delivery.kind),
     id: delivery.id,
     kind: delivery.kind,
     state: delivery.status,
@@ -116,9 +116,6 @@ function runIdOf(schedule: ScheduleState): string {
   return `cron:${schedule.id}:${schedule.nextAt}`;
 }
 
-function whatOf(kind: DeliveryKind): LostWork['what'] {
-  return kind === 'cron' ? 'cron run' : kind === 'notification' ? 'watcher notification' : 'delivery';
-}
 
 /** Home channels by platform, each read once per search. */
 function homeLookup(store: LostWorkReads): (platform: string) => Promise<Destination | undefined> {

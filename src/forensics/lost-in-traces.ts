@@ -1,5 +1,5 @@
 import type { DeliveryKind } from '../deliveries/delivery.js';
-import type { LostWork } from './findings.js';
+import { lostWhat, type LostWork } from './findings.js';
 import { isConversation, routingAt } from './span-routing.js';
 import { traceIdOrUndefined, wasAttempt, wasRefusedMisroute, wasSent } from './delivery-spans.js';
 import { textAttribute, type StoredSpan, type StoredTrace } from './trace-model.js';
@@ -59,7 +59,7 @@ function lostDelivery(id: string, spans: StoredSpan[], options: LostInTracesOpti
   const originTraceId = router === undefined ? first.traceId : (traceIdOrUndefined(router.attributes['delivery.origin.trace_id']) ?? router.traceId);
   return {
     type: 'lost',
-    what: kind === 'cron' ? 'cron run' : kind === 'notification' ? 'watcher notification' : 'delivery',
+    what: lostWhat(kind),
     id,
     ...(kind !== undefined && KINDS.has(kind) ? { kind: kind as DeliveryKind } : {}),
     state: delivers.length === 0 ? 'not recorded' : delivers.every((span) => span.attributes['delivery.queued'] === true) ? 'queued, never sent' : 'not sent',
