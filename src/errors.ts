@@ -141,6 +141,14 @@ export const ERROR_CODES = {
     status: 502,
     summary: 'The forensics commands could not read a trace store (Jaeger, Tempo, the trace file): refused, failed, or answered with something that is not traces.',
   },
+  TL_REDIS_UNAVAILABLE: {
+    status: 503,
+    summary: 'The shared backend (THREADLINE_REDIS_URL) cannot be reached or refused a command; intake answers 503 until it is back.',
+  },
+  TL_REDIS_UNSUITABLE: {
+    status: 500,
+    summary: 'The Redis at THREADLINE_REDIS_URL may lose accepted work (an evicting maxmemory-policy) or was set up for another partition count; the gateway refuses to start on it.',
+  },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,11 +1,11 @@
 /**
- * `threadline deliveries`: the outbox of a data dir seen from outside the gateway, to find
- * dead letters and queue them again. It opens the store beside a running gateway (WAL) and
- * takes no data-dir lock, so it never stops one from starting.
+ * `threadline deliveries`: the outbox of a data dir, or the shared one on Redis, seen from
+ * outside the gateway, to find dead letters and queue them again. It opens the store beside a
+ * running gateway (WAL) and takes no data-dir lock, so it never stops one from starting.
  */
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { formatDestination, type DeliveryRecord } from '../deliveries/delivery.js';
-import { fail, withStore } from './cli-store.js';
+import { fail, withOutbox } from './cli-store.js';
 import { escapeChar, printable, type CliIo } from './io.js';
 
 const DEFAULT_LIMIT = 100;
@@ -33,7 +33,9 @@ export function registerDeliveries(program: Command, io: CliIo): void {
     .addHelpText(
       'after',
       '\nThe store is <data dir>/threadline.db, the data dir is --data-dir, else\n' +
-        'THREADLINE_DATA_DIR, else ./data. Both commands work while the gateway runs.\n\nExamples:\n' +
+        'THREADLINE_DATA_DIR, else ./data. With THREADLINE_REDIS_URL set, the shared\n' +
+        'outbox on Redis instead (THREADLINE_REDIS_PREFIX, THREADLINE_PARTITIONS as the\n' +
+        'gateways have them). Both commands work while the gateway runs.\n\nExamples:\n' +
         '  threadline deliveries list --failed\n  threadline deliveries list --chat 12345 --json\n' +
         '  threadline deliveries retry <id>\n  threadline deliveries retry --all-failed\n',
     );
@@ -47,8 +49,8 @@ export function registerDeliveries(program: Command, io: CliIo): void {
     .option('--limit <n>', `at most this many (1 to ${MAX_LIMIT})`, parseLimit, DEFAULT_LIMIT)
     .addOption(dataDirOption())
     .action(async (options: ListOptions) => {
-      const records = await withStore(options.dataDir, io, (store) =>
-        store.outbox.list({
+      const records = await withOutbox(options.dataDir, io, (outbox) =>
+        outbox.list({
           limit: options.limit,
           ...(options.failed ? { failedOnly: true } : {}),
           ...(options.chat === undefined ? {} : { chatId: options.chat }),
@@ -67,7 +69,7 @@ export function registerDeliveries(program: Command, io: CliIo): void {
       if ((id === undefined) === (options.allFailed === undefined)) {
         command.error('error: give either a delivery id or --all-failed', { exitCode: 2, code: 'threadline.usage' });
       }
-      const queued = await withStore(options.dataDir, io, (store) => store.outbox.retryFailed(id));
+      const queued = await withOutbox(options.dataDir, io, (outbox) => outbox.retryFailed(id));
       if (id === undefined) {
         io.out(`queued ${queued} ${queued === 1 ? 'delivery' : 'deliveries'} for retry; the running gateway sends them within a second\n`);
       } else if (queued === 0) {

@@ -1,7 +1,8 @@
 /**
  * `threadline doctor`: what start-up needs, checked without starting: the configuration, the
- * data dir and its lock, the store, where telemetry goes, and the context manager. One line
- * per check; exit 1 if any fails. It holds the data-dir lock only while it checks.
+ * data dir and its lock, the store, the shared Redis when one is set, where telemetry goes,
+ * and the context manager. One line per check (a warning marked `!`); exit 1 if any fails.
+ * It holds the data-dir lock only while it checks, and writes nothing to Redis.
  */
 import { existsSync, mkdirSync, mkdtempSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
@@ -11,7 +12,9 @@ import { CommanderError, type Command } from 'commander';
 import pc from 'picocolors';
 import { checkConfiguration } from '../config/check-configuration.js';
 import { readText } from '../config/read-setting.js';
+import { redactRedisUrl } from '../config/redis-url.js';
 import { messageOf, ThreadlineError } from '../errors.js';
+import { readRedisConfig, type RedisConfig } from '../gateway/gateway-config.js';
 import { assertContextPropagation } from '../session/assert-context-propagation.js';
 import { readTelemetryConfig, type TelemetryConfig } from '../telemetry/telemetry-config.js';
 import { otlpEndpoint } from '../telemetry/otlp-endpoint.js';
@@ -24,6 +27,8 @@ const STORE_FILE = 'threadline.db';
 
 interface CheckResult {
   readonly ok: boolean;
+  /** Passed, with something an operator should fix: marked `!`, and the doctor still exits 0. */
+  readonly warning?: true;
   /** One line: what was checked and what was found. */
   readonly line: string;
 }
@@ -36,12 +41,12 @@ export interface DoctorOptions {
 export function registerDoctor(program: Command, io: CliIo, options: DoctorOptions = {}): void {
   program
     .command('doctor')
-    .description('check what start-up needs: configuration, data dir and lock, store, telemetry endpoint, context manager')
+    .description('check what start-up needs: configuration, data dir and lock, store, Redis, telemetry endpoint, context manager')
     .action(async () => {
       const results = await runDoctor(io.env, options);
       const colors = pc.createColors(io.color === true);
       for (const result of results) {
-        const mark = result.ok ? colors.green('✓') : colors.red('✗');
+        const mark = !result.ok ? colors.red('✗') : result.warning ? colors.yellow('!') : colors.green('✓');
         io.out(`${mark} ${printable(result.line)}\n`);
       }
       const failed = results.filter((result) => !result.ok).length;
@@ -59,6 +64,7 @@ async function runDoctor(env: NodeJS.ProcessEnv, options: DoctorOptions = {}): P
   results.push(writable);
   if (writable.ok) results.push(...(await checkLockAndStore(dataDir)));
   else results.push({ ok: false, line: `store not checked: the data dir ${dataDir} is unusable` });
+  results.push(...(await checkRedisBackend(env)));
   const telemetry = telemetryConfigOf(env);
   if (telemetry === undefined) {
     results.push({ ok: false, line: 'telemetry endpoints not checked: the telemetry configuration is invalid' });
@@ -195,6 +201,53 @@ async function checkMetricsExporter(env: NodeJS.ProcessEnv, config: TelemetryCon
   }
 }
 
+
+/**
+ * With THREADLINE_REDIS_URL set: Redis answers, and holds work safely (checkRedis): one line
+ * for what was found, then one per problem (failed) and per warning. Nothing when unset.
+ */
+async function checkRedisBackend(env: NodeJS.ProcessEnv): Promise<CheckResult[]> {
+  let config: RedisConfig | undefined;
+  try {
+    config = readRedisConfig(env);
+  } catch (error) {
+    if (!(error instanceof ThreadlineError)) throw error;
+    return [{ ok: false, line: 'redis not checked: the Redis settings are invalid' }];
+  }
+  if (config === undefined) return [];
+  const where = `redis ${redactRedisUrl(config.url)}`;
+  // Loaded here: only a gateway on Redis needs ioredis.
+  const [{ connectRedis }, { checkRedis }, { RedisKeys }] = await Promise.all([
+    import('../store/redis/redis-connection.js'),
+    import('../store/redis/redis-requirements.js'),
+    import('../store/redis/redis-keys.js'),
+  ]);
+  let redis: Awaited<ReturnType<typeof connectRedis>>;
+  try {
+    redis = await connectRedis(config.url, { connectTimeoutMs: CONNECT_TIMEOUT_MS });
+  } catch (error) {
+    if (!(error instanceof ThreadlineError)) throw error;
+    return [{ ok: false, line: `${where}: ${error.message} [${error.code}]` }];
+  }
+  try {
+    const { problems, warnings, facts } = await checkRedis(redis, { keys: new RedisKeys(config.prefix), partitions: config.partitions });
+    const recorded = facts.storedPartitions === null ? 'none recorded yet' : `${facts.storedPartitions} recorded`;
+    const summary =
+      `${where}: reachable, Redis ${facts.version ?? '(version not reported)'}, maxmemory-policy ${facts.evictionPolicy ?? '(not reported)'}, ` +
+      `AOF ${facts.aofEnabled === undefined ? '(not reported)' : facts.aofEnabled === '1' ? 'on' : 'off'}, ` +
+      `partitions ${config.partitions} (${recorded}) under prefix ${config.prefix}`;
+    return [
+      { ok: problems.length === 0, line: summary },
+      ...problems.map((problem) => ({ ok: false, line: `redis: ${problem} [TL_REDIS_UNSUITABLE]` })),
+      ...warnings.map((warning): CheckResult => ({ ok: true, warning: true, line: `redis: ${warning}` })),
+    ];
+  } catch (error) {
+    if (!(error instanceof ThreadlineError)) throw error;
+    return [{ ok: false, line: `${where}: ${error.message} [${error.code}]` }];
+  } finally {
+    redis.disconnect();
+  }
+}
 
 /** A TCP connection to the endpoint's host and port is accepted in time. */
 function checkReachable(signal: string, endpoint: URL): Promise<CheckResult> {

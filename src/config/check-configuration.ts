@@ -6,7 +6,7 @@
 import { ConfigError } from '../errors.js';
 import { readGatewayConfig } from '../gateway/gateway-config.js';
 import { readTelemetryConfig } from '../telemetry/telemetry-config.js';
-import { readChoice, readFlag, readInteger, readText, readUrl } from './read-setting.js';
+import { readChoice, readFlag, readInteger, readRedisUrl, readText, readUrl } from './read-setting.js';
 import { SETTINGS, SETTING_NAMES, type SettingName } from './settings.js';
 
 /** Every ConfigError the environment gives, one per variable, in table order. */
@@ -40,6 +40,8 @@ export function readSetting(env: NodeJS.ProcessEnv, name: SettingName): string |
       return readChoice(env, name as Parameters<typeof readChoice>[1]);
     case 'url':
       return readUrl(env, name as Parameters<typeof readUrl>[1]);
+    case 'redis-url':
+      return readRedisUrl(env, name as Parameters<typeof readRedisUrl>[1]);
     case 'text':
       return readText(env, name as Parameters<typeof readText>[1]);
   }

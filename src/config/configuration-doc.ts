@@ -24,10 +24,12 @@ export function renderConfigurationDoc(): string {
     'threadline reads these environment variables once, at start-up. A value it cannot use stops',
     'it with a message naming the variable (`TL_CONFIG_INVALID`); an empty value counts as unset.',
     '`threadline config` prints every setting with the value in force, where it came from',
-    '(environment or default) and its default, secrets as `(set)` and lists of people',
-    '(`THREADLINE_ADMINS`) as `(N entries)`; add `--json` for a script.',
-    '`threadline doctor` checks the configuration, the data dir and its lock, the store, where',
-    'telemetry goes and the context manager, one line each, and exits 1 if any fails.',
+    '(environment or default) and its default, secrets as `(set)` (the Redis URL with its',
+    'password masked) and lists of people (`THREADLINE_ADMINS`) as `(N entries)`; add `--json`',
+    'for a script.',
+    '`threadline doctor` checks the configuration, the data dir and its lock, the store, the',
+    'shared Redis when `THREADLINE_REDIS_URL` is set, where telemetry goes and the context',
+    'manager, one line each, and exits 1 if any fails.',
     '',
     ...sections.flatMap((section) => [section, '']),
     sessionSection(),
@@ -68,6 +70,8 @@ function valuesOf(setting: Setting): string {
       return setting.choices.map((choice) => `\`${choice}\``).join(', ');
     case 'url':
       return 'an http(s) URL';
+    case 'redis-url':
+      return 'a `redis://` or `rediss://` (TLS) URL';
     case 'text':
       return setting.format ?? 'text';
   }

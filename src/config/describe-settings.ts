@@ -1,13 +1,15 @@
 /**
  * Each setting as `threadline config` shows it: the value in force, where it came from, and
- * the default. Secrets show as `(set)`, lists of people as how many entries they hold, and
- * URLs keep origin and path only, so the output can be pasted into an issue.
+ * the default. Secrets show as `(set)` (a Redis URL with its password masked), lists of
+ * people as how many entries they hold, and URLs keep origin and path only, so the output
+ * can be pasted into an issue.
  */
 import { commaList } from '../env-vars.js';
 import { ConfigError } from '../errors.js';
 import { safeUrl } from '../telemetry/redact-secrets.js';
 import { checkConfiguration, readSetting } from './check-configuration.js';
 import { isSet } from './read-setting.js';
+import { redactRedisUrl } from './redis-url.js';
 import { SETTINGS, SETTING_NAMES, type Setting, type SettingGroup, type SettingName } from './settings.js';
 
 export interface SettingState {
@@ -61,6 +63,8 @@ export function defaultText(setting: Setting): string {
 }
 
 function shownValue(env: NodeJS.ProcessEnv, name: SettingName, setting: Setting, source: string, refused: boolean): string | undefined {
+  // Where Redis is helps whoever reads the output; its password stays masked, and a refused value is not shown.
+  if (setting.kind === 'redis-url' && source === 'environment') return refused ? '(invalid)' : redactRedisUrl(env[name]!.trim());
   if (setting.secret) return source === 'environment' ? SECRET_SET : undefined;
   // Refused or not: a malformed entry is still somebody's id.
   if (setting.personal) return entryCount(env[name]);

@@ -4,6 +4,7 @@
  */
 import { join } from 'node:path';
 import { envFlag, envInteger, envOneOf, envString, envUrl } from '../env-vars.js';
+import { parseRedisUrl } from './redis-url.js';
 import { SETTINGS, type Setting, type SettingName } from './settings.js';
 
 type Table = typeof SETTINGS;
@@ -73,6 +74,13 @@ export function readText<N extends NameOfKind<'text'>>(env: NodeJS.ProcessEnv, n
 export function readUrl<N extends NameOfKind<'url'>>(env: NodeJS.ProcessEnv, name: N): TextOf<N> {
   const url = setting(name) as Extract<Setting, { kind: 'text' | 'url' }>;
   return (envUrl(env, name) ?? computedDefault(name)?.(env) ?? url.default) as TextOf<N>;
+}
+
+/** A redis:// or rediss:// URL as set, else its default; a malformed one is refused without echoing it. */
+export function readRedisUrl<N extends NameOfKind<'redis-url'>>(env: NodeJS.ProcessEnv, name: N): TextOf<N> {
+  const value = envString(env, name);
+  const url = setting(name) as Extract<Setting, { kind: 'redis-url' }>;
+  return (value === undefined ? url.default : parseRedisUrl(name, value)) as TextOf<N>;
 }
 
 /** Whether the environment gives the setting a value, or it takes its default. */

@@ -7,6 +7,7 @@ import { DEFAULT_OUTBOUND_POLICY } from '../session/outbound-policy.js';
 
 export type SettingGroup =
   | 'server'
+  | 'redis'
   | 'webhook'
   | 'telegram'
   | 'slack'
@@ -22,6 +23,7 @@ export type SettingGroup =
 /** The groups in the order the docs and `threadline config` show them, with their headings. */
 export const SETTING_GROUPS: Readonly<Record<SettingGroup, string>> = {
   server: 'Server and store',
+  redis: 'Several instances on Redis',
   webhook: 'Webhook platform',
   telegram: 'Telegram',
   slack: 'Slack',
@@ -78,7 +80,13 @@ interface TextSetting extends SettingBase {
   readonly untrimmed?: boolean;
 }
 
-export type Setting = IntegerSetting | FlagSetting | ChoiceSetting | TextSetting;
+/** A `redis://` or `rediss://` URL; shown with its password masked. */
+interface RedisUrlSetting extends SettingBase {
+  readonly kind: 'redis-url';
+  readonly default: undefined;
+}
+
+export type Setting = IntegerSetting | FlagSetting | ChoiceSetting | TextSetting | RedisUrlSetting;
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -119,6 +127,58 @@ export const SETTINGS = {
     defaultText: 'unset (nobody)',
     format: '`*`, or comma-separated `platform:user_id` (`:` in an id written `%3A`)',
     description: 'who may run admin commands (`/sethome`), e.g. `telegram:42,slack:U123,webhook:alice`',
+  },
+
+  // Several instances on Redis
+  THREADLINE_REDIS_URL: {
+    kind: 'redis-url',
+    group: 'redis',
+    default: undefined,
+    secret: true,
+    defaultText: 'unset (one instance, its store in SQLite)',
+    description:
+      'a shared Redis (6.2 or later, `maxmemory-policy noeviction`, AOF on): every instance set to it shares the state, the messages waiting for a turn and the outbox. Its password is never shown: `threadline config` shows `redis://:***@host:port/db`',
+  },
+  THREADLINE_REDIS_PREFIX: {
+    kind: 'text',
+    group: 'redis',
+    default: 'threadline',
+    format: 'letters, digits, `.`, `_` and `-`',
+    description: 'the start of every key and queue name, so several deployments can share one Redis',
+  },
+  THREADLINE_PARTITIONS: {
+    kind: 'integer',
+    group: 'redis',
+    default: 16,
+    min: 1,
+    max: 1024,
+    description:
+      'queues the inbound messages and the deliveries are each spread over (one session, one chat, always the same one); every instance must use the same count: the gateway refuses to start on data written with another',
+  },
+  THREADLINE_WORKERS: {
+    kind: 'text',
+    group: 'redis',
+    default: 'turns,deliveries',
+    format: '`turns,deliveries`, `turns`, `deliveries` or `none`',
+    description: 'the queues this instance works: it runs turns, sends deliveries, both or neither; every instance accepts messages whatever this says',
+  },
+  THREADLINE_INSTANCE_ID: {
+    kind: 'text',
+    group: 'redis',
+    default: undefined,
+    defaultText: 'the host name and a digest of `THREADLINE_DATA_DIR`',
+    format: 'letters, digits, `.`, `_` and `-`',
+    description:
+      "this instance's name, the same across its restarts: the background commands it starts are watched and ended by it alone (their pids mean nothing on another host), and its spans carry it as `service.instance.id`",
+  },
+  THREADLINE_INSTANCE_LEASE_MS: {
+    kind: 'integer',
+    group: 'redis',
+    default: 30_000,
+    min: 1_000,
+    max: 600_000,
+    description:
+      'how long a turn or a delivery held by an instance that stopped answering (killed, cut off) waits before another instance takes it over; an instance renews its leases several times within it',
   },
 
   // Webhook platform

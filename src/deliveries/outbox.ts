@@ -1,15 +1,18 @@
 import { setMaxListeners } from 'node:events';
-import { trace, type Attributes, type Span } from '@opentelemetry/api';
+import { trace, type Span } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import { DeliveryError, ThreadlineError, networkFailure } from '../errors.js';
+import { ThreadlineError, type DeliveryError } from '../errors.js';
 import type { Platform } from '../platforms/platform.js';
-import { recordFailure, runDetached, runResumed } from '../session/index.js';
+import { runDetached, runResumed } from '../session/index.js';
 import type { NewDelivery, OutboxPressure, OutboxStore } from '../store/store.js';
 import { BackgroundWrites } from '../background-writes.js';
 import type { GatewayMetrics } from '../telemetry/gateway-metrics.js';
 import { settledBy } from '../deadline.js';
-import { backoffMs, type BackoffOptions } from './backoff.js';
+import type { BackoffOptions } from './backoff.js';
 import { formatDestination, type Delivery, type DeliveryRecord } from './delivery.js';
+import type { DeliveryQueue } from './delivery-queue.js';
+import type { OutboxStats } from './outbox-stats.js';
+import { afterFailure, cutOffByStop, deliveryAttributes, sendAttempt } from './send-attempt.js';
 
 export interface OutboxOptions {
   readonly maxAttempts: number;
@@ -22,11 +25,8 @@ export interface OutboxOptions {
   readonly leaseMs: number;
 }
 
-export interface OutboxStats {
-  readonly delivered: number;
-  readonly retried: number;
-  readonly failed: number;
-}
+export type { OutboxStats } from './outbox-stats.js';
+export { deliveryAttributes } from './send-attempt.js';
 
 /** The longest the loop sleeps: a delivery retried from the CLI, or a lease that ended, is seen this soon. */
 const POLL_MS = 1_000;
@@ -41,7 +41,7 @@ const UNUSABLE_ORIGIN: ReadonlySet<string> = new Set(['TL_SNAPSHOT_INVALID', 'TL
  * the turn that made it; the others, and retries, are claimed by a loop that runs from the
  * root context and resumes each delivery's own origin routing in a new trace.
  */
-export class Outbox {
+export class Outbox implements DeliveryQueue {
   private delivered = 0;
   private retried = 0;
   private failed = 0;
@@ -124,28 +124,10 @@ export class Outbox {
 
   /** One attempt of a delivery claimed until `leaseUntil`; its outcome is recorded under that claim. */
   private async attempt(delivery: Delivery, leaseUntil: number, span: Span): Promise<void> {
-    const platform = this.platforms.get(delivery.destination.platform);
-    try {
-      if (platform === undefined) {
-        throw new DeliveryError(`No platform "${delivery.destination.platform}" is enabled`, { retryable: false });
-      }
-      await platform.send(
-        {
-          id: delivery.id,
-          kind: delivery.kind,
-          destination: delivery.destination,
-          text: delivery.text,
-          ...(delivery.inReplyTo === undefined ? {} : { inReplyTo: delivery.inReplyTo }),
-          ...(delivery.attachment === undefined ? {} : { attachment: delivery.attachment }),
-          traceId: delivery.origin.origin?.traceId ?? span.spanContext().traceId,
-        },
-        this.shutdown.signal,
-      );
-    } catch (thrown) {
-      const error = networkFailure(thrown, delivery.destination.platform);
-      recordFailure(span, error);
+    const error = await sendAttempt(this.platforms, delivery, span, this.shutdown.signal);
+    if (error !== undefined) {
       // Cut off by stop(), not refused: the claim stays, the next start sends it, no attempt counts.
-      if (!(error.retryable && this.shutdown.signal.aborted)) await this.afterFailure(delivery, leaseUntil, error);
+      if (!cutOffByStop(error, this.shutdown.signal)) await this.afterFailure(delivery, leaseUntil, error);
       return;
     }
     this.delivered++;
@@ -161,20 +143,15 @@ export class Outbox {
 
   /** Backs off, or gives up: refused for good, out of attempts, or past the give-up time. */
   private async afterFailure(delivery: Delivery, leaseUntil: number, error: DeliveryError): Promise<void> {
-    const attempt = delivery.attempts + 1;
-    const now = Date.now();
-    const giveUpAt = delivery.attemptsSince + this.options.giveUpAfterMs;
-    if (error.retryable && attempt < this.options.maxAttempts && now < giveUpAt) {
-      // No attempt is planned past the give-up time: the last one is made at it.
-      const dueAt = Math.min(now + Math.round(backoffMs(attempt, this.options.backoff, error.retryAfterMs)), giveUpAt);
-      await this.store.retryAt(delivery.id, dueAt, error.message, leaseUntil);
+    const next = afterFailure(delivery, error, this.options);
+    if (next.action === 'retry') {
+      await this.store.retryAt(delivery.id, next.dueAt, error.message, leaseUntil);
       this.retried++;
       this.metrics.retry(this.platformLabel(delivery), delivery.kind);
-      this.wake(dueAt);
+      this.wake(next.dueAt);
       return;
     }
-    const why = !error.retryable ? 'refused' : attempt >= this.options.maxAttempts ? 'out of attempts' : 'past its give-up time';
-    await this.giveUp(delivery, leaseUntil, `${error.message} (${why})`, { err: error, attempts: attempt });
+    await this.giveUp(delivery, leaseUntil, next.reason, { err: error, attempts: next.attempt });
   }
 
   private async giveUp(delivery: Delivery, leaseUntil: number, reason: string, fields: Record<string, unknown>): Promise<void> {
@@ -259,30 +236,4 @@ export class Outbox {
       });
     this.loopSends.add(tracked);
   }
-}
-
-/**
- * What every gateway.deliver span says about its delivery: where it goes, and the routing of
- * the work that produced it (its origin), so a trace search alone finds where a delivery came
- * from beside where it went.
- */
-export function deliveryAttributes(delivery: Pick<Delivery, 'id' | 'kind' | 'destination' | 'origin'>, attempt: number): Attributes {
-  const { destination } = delivery;
-  const origin = delivery.origin.session;
-  const work = delivery.origin.origin;
-  return {
-    'messaging.system': destination.platform,
-    'messaging.operation.type': 'send',
-    'delivery.id': delivery.id,
-    'delivery.kind': delivery.kind,
-    'delivery.attempt': attempt,
-    'delivery.destination': formatDestination(destination),
-    'routing.destination.platform': destination.platform,
-    'routing.destination.chat.id': destination.chatId,
-    ...(destination.threadId === undefined ? {} : { 'routing.destination.chat.thread.id': destination.threadId }),
-    'routing.origin.platform': origin.platform,
-    'routing.origin.chat.id': origin.chatId,
-    ...(origin.threadId === undefined ? {} : { 'routing.origin.chat.thread.id': origin.threadId }),
-    ...(work === undefined ? {} : { 'delivery.origin.trace_id': work.traceId, 'delivery.origin.span_id': work.spanId }),
-  };
 }

@@ -4,7 +4,8 @@ import { ThreadlineError } from '../errors.js';
 import { getSession, recordFailure, type RoutingSnapshot, type Session } from '../session/index.js';
 import type { HomeChannels } from '../store/store.js';
 import { MAX_ATTACHMENT_BYTES, formatDestination, parseDestination, type Attachment, type DeliveryKind, type Destination } from './delivery.js';
-import { deliveryAttributes, type Outbox } from './outbox.js';
+import type { DeliveryQueue } from './delivery-queue.js';
+import { deliveryAttributes } from './outbox.js';
 import { destinationOf, routingMismatch } from './routing-mismatch.js';
 import type { GatewayMetrics } from '../telemetry/gateway-metrics.js';
 import { threadlineTracer } from '../telemetry/tracer.js';
@@ -44,14 +45,14 @@ export class DeliveryRouter {
   constructor(
     private readonly homes: HomeChannels,
     private readonly platforms: ReadonlySet<string>,
-    private readonly outbox: Outbox,
+    private readonly outbox: DeliveryQueue,
     private readonly options: RouterOptions,
     private readonly logger: Logger,
     private readonly metrics: GatewayMetrics,
   ) {}
 
   /**
-   * Delivers inside a gateway.deliver span; resolves as Outbox.send does. Throws
+   * Delivers inside a gateway.deliver span; resolves as DeliveryQueue.send does. Throws
    * TL_TARGET_INVALID, TL_HOME_UNSET or TL_MISROUTE_REFUSED when nothing was recorded.
    */
   async deliver(request: DeliveryRequest): Promise<void> {

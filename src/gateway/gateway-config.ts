@@ -1,6 +1,8 @@
 import { BlockList, isIP } from 'node:net';
 import { ConfigError } from '../errors.js';
-import { readChoice, readFlag, readInteger, readText, readUrl } from '../config/read-setting.js';
+import { commaList } from '../env-vars.js';
+import { readInstanceId } from '../config/instance-id.js';
+import { readChoice, readFlag, readInteger, readRedisUrl, readText, readUrl } from '../config/read-setting.js';
 import { Admins } from '../agent/admins.js';
 import { parseKeepBaggage, type KeepBaggage } from '../session/index.js';
 import { readToolsConfig, type ToolsConfig } from '../tools/tools-config.js';
@@ -17,6 +19,22 @@ export interface SlackConfig {
   readonly signingSecret: string;
   readonly apiUrl: string;
   readonly threadTopLevel: boolean;
+}
+
+/** Several instances sharing one Redis (THREADLINE_REDIS_URL and the settings beside it). */
+export interface RedisConfig {
+  /** May hold a password: show it through redactRedisUrl (src/config/redis-url.ts), never as it is. */
+  readonly url: string;
+  /** Of every key and queue name. */
+  readonly prefix: string;
+  /** Inbound and delivery queues each; the same on every instance. */
+  readonly partitions: number;
+  /** The queues this instance works; it accepts messages either way. */
+  readonly workers: { readonly turns: boolean; readonly deliveries: boolean };
+  /** THREADLINE_INSTANCE_ID: stable across restarts; owns the background commands it starts. */
+  readonly instanceId: string;
+  /** THREADLINE_INSTANCE_LEASE_MS: work of an instance that stopped answering moves on after this. */
+  readonly leaseMs: number;
 }
 
 export interface GatewayConfig {
@@ -53,6 +71,8 @@ export interface GatewayConfig {
   readonly unauthenticatedOffLoopback: boolean;
   /** The tools, their caps, and the LLM agent when one is configured. */
   readonly tools: ToolsConfig;
+  /** Present when THREADLINE_REDIS_URL is set: state and queues in Redis, shared with other instances. */
+  readonly redis?: RedisConfig;
 }
 
 /** Bounds on HTTP clients, so a slow, silent or numerous one cannot hold the gateway. */
@@ -99,7 +119,46 @@ export function readGatewayConfig(env: NodeJS.ProcessEnv = process.env): Gateway
     http: httpLimits(env),
     unauthenticatedOffLoopback: unauthenticatedOffLoopback(env),
     tools: readToolsConfig(env, readText(env, 'THREADLINE_DATA_DIR')),
+    ...redisEntry(readRedisConfig(env)),
   };
+}
+
+/** What an instance may work; `none` alone, or any of the others. */
+const WORKER_QUEUES = ['turns', 'deliveries'] as const;
+/** Safe in a Redis key and a BullMQ prefix, which a `:` would split. */
+const REDIS_PREFIX = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** The optional property spelled out: exactOptionalPropertyTypes takes no `redis: undefined`. */
+function redisEntry(redis: RedisConfig | undefined): { redis?: RedisConfig } {
+  return redis === undefined ? {} : { redis };
+}
+
+/**
+ * The Redis settings, or undefined when THREADLINE_REDIS_URL is unset (one instance, SQLite);
+ * `threadline doctor` reads them alone, so another bad setting does not hide them.
+ */
+export function readRedisConfig(env: NodeJS.ProcessEnv): RedisConfig | undefined {
+  // All read before the URL decides: a bad value is refused even with Redis off.
+  const prefix = readText(env, 'THREADLINE_REDIS_PREFIX');
+  if (!REDIS_PREFIX.test(prefix)) {
+    throw new ConfigError('THREADLINE_REDIS_PREFIX', `"${prefix}" is not 1 to 64 letters, digits, ".", "_" or "-"`);
+  }
+  const partitions = readInteger(env, 'THREADLINE_PARTITIONS');
+  const workers = parseWorkers(readText(env, 'THREADLINE_WORKERS'));
+  const instanceId = readInstanceId(env);
+  const leaseMs = readInteger(env, 'THREADLINE_INSTANCE_LEASE_MS');
+  const url = readRedisUrl(env, 'THREADLINE_REDIS_URL');
+  return url === undefined ? undefined : { url, prefix, partitions, workers, instanceId, leaseMs };
+}
+
+function parseWorkers(value: string): RedisConfig['workers'] {
+  const queues = commaList(value.toLowerCase());
+  if (queues.length === 1 && queues[0] === 'none') return { turns: false, deliveries: false };
+  const unknown = queues.filter((queue) => !(WORKER_QUEUES as readonly string[]).includes(queue));
+  if (queues.length === 0 || unknown.length > 0) {
+    throw new ConfigError('THREADLINE_WORKERS', `"${value}" is not turns,deliveries, turns, deliveries or none`);
+  }
+  return { turns: queues.includes('turns'), deliveries: queues.includes('deliveries') };
 }
 
 function httpLimits(env: NodeJS.ProcessEnv): HttpLimits {

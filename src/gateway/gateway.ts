@@ -6,7 +6,9 @@ import { commandOf } from '../agent/command.js';
 import { BackgroundWrites } from '../background-writes.js';
 import { settledBy } from '../deadline.js';
 import { formatDestination } from '../deliveries/delivery.js';
-import { Outbox, type OutboxOptions, type OutboxStats } from '../deliveries/outbox.js';
+import type { DeliveryQueue } from '../deliveries/delivery-queue.js';
+import { Outbox, type OutboxOptions } from '../deliveries/outbox.js';
+import type { OutboxStats } from '../deliveries/outbox-stats.js';
 import { DeliveryRouter } from '../deliveries/router.js';
 import { destinationOf } from '../deliveries/routing-mismatch.js';
 import { ThreadlineError, type ErrorCode } from '../errors.js';
@@ -21,20 +23,37 @@ import {
   sessionIdOfKey,
   sessionKey,
   type InboundTrace,
-  type RoutingSnapshot,
   type Session,
   type SessionKeyParts,
   withSessionId,
 } from '../session/index.js';
-import type { Store, StoredMessage } from '../store/store.js';
+import type { AnyStore, OutboxStore, StoredMessage } from '../store/store.js';
 import { GatewayMetrics, type TurnResult } from '../telemetry/gateway-metrics.js';
 import { threadlineTracer } from '../telemetry/tracer.js';
 import { contextWithTurnCalls } from '../tools/call-key.js';
 import { timeOrderedId } from './message-id.js';
-import { SessionScheduler } from './session-scheduler.js';
+import { LocalTurnQueue } from './local-turn-queue.js';
+import type { TurnJob, TurnQueue } from './turn-queue.js';
+
+/** What a distributed delivery queue is built from: the gateway's platforms, settings, log and metrics. */
+export interface DeliveryQueueParts {
+  readonly platforms: ReadonlyMap<string, Platform>;
+  readonly options: OutboxOptions;
+  readonly logger: Logger;
+  readonly metrics: GatewayMetrics;
+}
+
+/** Where turns wait and deliveries are sent when that is not this process alone (THREADLINE_REDIS_URL). */
+export interface GatewayQueues {
+  readonly turns: TurnQueue;
+  readonly deliveries: (parts: DeliveryQueueParts) => DeliveryQueue;
+}
 
 export interface GatewayOptions {
-  readonly store: Store;
+  /** Without `queues`, the embedded store, whose outbox rows the in-process outbox sends. */
+  readonly store: AnyStore;
+  /** Default: in process, on the embedded store. */
+  readonly queues?: GatewayQueues;
   readonly platforms: readonly Platform[];
   readonly agent: Agent;
   readonly logger: Logger;
@@ -68,19 +87,6 @@ export interface GatewayHealth {
   readonly deliveries: OutboxStats & { readonly mismatches: number };
 }
 
-interface MessageJob {
-  readonly id: string;
-  readonly sessionId: string;
-  readonly session: Session;
-  readonly key: string;
-  readonly text: string;
-  /** The session entered and gateway.message active: the job runs in exactly this. */
-  readonly context: Context;
-  readonly span: Span;
-  /** The routing captured at acceptance; origin of every reply. */
-  readonly routing: RoutingSnapshot;
-}
-
 const tracer = threadlineTracer();
 /** How long turns aborted at the shutdown deadline get to return before the store closes. */
 const ABORTED_TURNS_GRACE_MS = 1_000;
@@ -93,12 +99,12 @@ const ABORTED_TURNS_GRACE_MS = 1_000;
  */
 export class Gateway implements Intake {
   readonly router: DeliveryRouter;
-  readonly outbox: Outbox;
+  readonly outbox: DeliveryQueue;
   readonly metrics: GatewayMetrics;
   /** Stops the gauges' reading; set while the gateway runs. */
   private unobserve: (() => void) | undefined;
   private readonly writes: BackgroundWrites;
-  private readonly scheduler: SessionScheduler<MessageJob>;
+  private readonly turns: TurnQueue;
   private state: 'starting' | 'accepting' | 'stopping' = 'starting';
   /** Set once stop() aborts running turns: those are left to run again at the next start. */
   private closing = false;
@@ -114,7 +120,11 @@ export class Gateway implements Intake {
     this.writes = new BackgroundWrites(options.logger);
     // Built here, not at module load: only then is the meter provider startMetrics registered in place.
     this.metrics = options.metrics ?? new GatewayMetrics();
-    this.outbox = new Outbox(options.store.outbox, platforms, options.outbox, options.logger, this.metrics);
+    const queues = options.queues;
+    this.outbox =
+      queues === undefined
+        ? new Outbox(embeddedOutbox(options.store), platforms, options.outbox, options.logger, this.metrics)
+        : queues.deliveries({ platforms, options: options.outbox, logger: options.logger, metrics: this.metrics });
     this.router = new DeliveryRouter(
       options.store.homes,
       new Set(platforms.keys()),
@@ -123,15 +133,12 @@ export class Gateway implements Intake {
       options.logger,
       this.metrics,
     );
-    this.scheduler = new SessionScheduler((job, signal) => this.run(job, signal), {
-      concurrency: options.concurrency,
-      capacity: options.queueCapacity,
-    });
+    this.turns = queues?.turns ?? new LocalTurnQueue({ concurrency: options.concurrency, capacity: options.queueCapacity });
   }
 
   /** Messages waiting or running. */
   get queued(): number {
-    return this.scheduler.size;
+    return this.turns.size;
   }
 
   async accept(message: InboundMessage, inbound: InboundTrace, idempotency?: Idempotency): Promise<AcceptedMessage> {
@@ -153,7 +160,7 @@ export class Gateway implements Intake {
     // large as the concurrency: a flood of /stop is refused like anything else.
     const stop = commandOf(message.text) === '/stop';
     const room = this.options.queueCapacity + (stop ? this.options.concurrency : 0);
-    if (this.scheduler.size + this.accepts >= room) {
+    if (this.turns.size + this.accepts >= room) {
       throw new ThreadlineError('TL_INTAKE_FULL', `The intake queue holds ${this.options.queueCapacity} messages; retry later`);
     }
     this.accepts++;
@@ -175,6 +182,7 @@ export class Gateway implements Intake {
             destination: destinationOf(session),
             maxOpenPerDestination: this.options.outbox.maxOpenPerDestination,
             maxOpenTotal: this.options.outbox.maxOpenTotal,
+            ...(this.options.queues === undefined ? {} : { maxPendingMessages: this.options.queueCapacity }),
             ...(idempotency === undefined
               ? {}
               : {
@@ -197,14 +205,19 @@ export class Gateway implements Intake {
           span.end();
           return { ...first, duplicate: true };
         }
-        if (outcome.status === 'full') throw this.backlogFull(outcome.scope, outcome.open, session);
+        if (outcome.status === 'full') {
+          if (outcome.scope === 'messages') {
+            throw new ThreadlineError('TL_INTAKE_FULL', `${outcome.open} messages wait for their turn across the instances (THREADLINE_QUEUE_CAPACITY); retry later`);
+          }
+          throw this.backlogFull(outcome.scope, outcome.open, session);
+        }
       } catch (error) {
         recordFailure(span, error);
         span.end();
         throw error;
       }
-      if (stop) this.scheduler.abort(session.sessionId, 'stopped by /stop');
-      this.scheduler.offer({ id, sessionId: session.sessionId, session, key, text: message.text, context: jobContext, span, routing }, true);
+      if (stop) await this.turns.abort(session.sessionId, 'stopped by /stop');
+      await this.turns.offer({ id, sessionId: session.sessionId, session, key, text: message.text, context: jobContext, span, routing });
       return accepted;
     } finally {
       if (--this.accepts === 0) for (const resolve of this.acceptsSettledWaiters.splice(0)) resolve();
@@ -224,11 +237,11 @@ export class Gateway implements Intake {
         `${pressure.fullDestinations} chat(s) hold ${maxOpenPerDestination} deliveries not yet sent (THREADLINE_OUTBOX_MAX_PER_CHAT): their intake answers 429; see threadline deliveries list`,
       );
     }
-    if (this.scheduler.size >= this.options.queueCapacity) reasons.push(`the intake queue is full (THREADLINE_QUEUE_CAPACITY=${this.options.queueCapacity})`);
+    if (this.turns.size >= this.options.queueCapacity) reasons.push(`the intake queue is full (THREADLINE_QUEUE_CAPACITY=${this.options.queueCapacity})`);
     return {
       status: this.state === 'accepting' ? (reasons.length === 0 ? 'ok' : 'degraded') : this.state,
       reasons,
-      queued: this.scheduler.size,
+      queued: this.turns.size,
       outbox: { open: pressure.open, fullChats: pressure.fullDestinations },
       deliveries: { ...this.outbox.stats(), mismatches: this.router.mismatches() },
     };
@@ -238,16 +251,17 @@ export class Gateway implements Intake {
   async start(): Promise<void> {
     const { maxOpenPerDestination } = this.options.outbox;
     this.unobserve = this.metrics.observe({
-      queued: () => this.scheduler.size,
+      queued: () => this.turns.size,
       outbox: async () => {
         const pressure = await this.outbox.pressure(maxOpenPerDestination);
         return { pending: pressure.open, fullChats: pressure.fullDestinations, oldestPendingSince: pressure.oldestOpenSince };
       },
     });
     await this.outbox.start();
+    await this.turns.start((job, signal) => this.run(job, signal));
     for (const stored of await this.options.store.messages.pending()) {
       try {
-        this.replay(stored);
+        await this.replay(stored);
       } catch (error) {
         // A row that no longer validates can never run; keep starting, and say so loudly.
         this.options.logger.error({ err: error, message: stored.id }, 'stored message is unusable and was dropped');
@@ -270,12 +284,12 @@ export class Gateway implements Intake {
   }
 
   /** Queues a message accepted by an earlier process, in a new trace linked to its first. */
-  private replay(stored: StoredMessage): void {
+  private async replay(stored: StoredMessage): Promise<void> {
     const { context: resumed, links } = resumeRouting(stored.routing);
     const session = requireSession(resumed);
     const { context, span } = startMessageSpan(resumed, links, { ...receiveAttributes(session), 'messaging.message.id': stored.id, 'threadline.replayed': true });
     const key = sessionKey(this.keyParts(session));
-    this.scheduler.offer({ id: stored.id, sessionId: session.sessionId, session, key, text: stored.text, context, span, routing: stored.routing }, true);
+    await this.turns.offer({ id: stored.id, sessionId: session.sessionId, session, key, text: stored.text, context, span, routing: stored.routing });
   }
 
   /**
@@ -292,9 +306,9 @@ export class Gateway implements Intake {
     try {
       // An accept already past the intake check answers 202, so its message runs like any queued one.
       await settledBy(this.acceptsSettled(), deadline);
-      await settledBy(this.scheduler.idle(), deadline);
+      await settledBy(this.turns.idle(), deadline);
       this.closing = true;
-      const turnsReturned = this.scheduler.close('the gateway is stopping');
+      const turnsReturned = this.turns.close('the gateway is stopping');
       await this.outbox.stop(deadline);
       if (!(await settledBy(turnsReturned, Date.now() + ABORTED_TURNS_GRACE_MS))) {
         this.options.logger.error('a turn ignored its abort signal at shutdown; its message runs again at the next start');
@@ -333,7 +347,7 @@ export class Gateway implements Intake {
     };
   }
 
-  private run(job: MessageJob, signal: AbortSignal): Promise<void> {
+  private run(job: TurnJob, signal: AbortSignal): Promise<void> {
     // A replay of this message numbers its tool calls the same way, so their effects happen once.
     return context.with(contextWithTurnCalls(job.context, job.id), async () => {
       const { store } = this.options;
@@ -440,4 +454,13 @@ function receiveAttributes(session: Session): Attributes {
 function startMessageSpan(parent: Context, links: Link[], attributes: Attributes): { context: Context; span: Span } {
   const span = tracer.startSpan('gateway.message', { kind: SpanKind.SERVER, links, attributes }, parent);
   return { context: trace.setSpan(parent, span), span };
+}
+
+/** The embedded store's outbox, whose rows the in-process outbox leases; refused for a store without it. */
+function embeddedOutbox(store: AnyStore): OutboxStore {
+  const outbox = store.outbox as Partial<OutboxStore>;
+  if (typeof outbox.claim !== 'function') {
+    throw new ThreadlineError('TL_INTERNAL', 'A store without leases (the distributed one) needs its queues: pass GatewayOptions.queues');
+  }
+  return store.outbox as OutboxStore;
 }

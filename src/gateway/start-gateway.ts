@@ -14,8 +14,9 @@ import { TelegramPlatform } from '../platforms/telegram/telegram-platform.js';
 import { WebhookPlatform } from '../platforms/webhook/webhook-platform.js';
 import { acquireDataDirLock } from '../store/data-dir-lock.js';
 import { DONE_RETENTION_MS, SqliteStore } from '../store/sqlite-store.js';
-import type { Store } from '../store/store.js';
-import { Gateway } from './gateway.js';
+import type { AnyStore } from '../store/store.js';
+import { openRedisBackend } from '../queue/redis-backend.js';
+import { Gateway, type GatewayQueues } from './gateway.js';
 import type { GatewayConfig } from './gateway-config.js';
 import { buildServer } from './server.js';
 import { stopGateway } from './stop-gateway.js';
@@ -26,7 +27,7 @@ export interface RunningGateway {
   readonly server: FastifyInstance;
   readonly platforms: readonly Platform[];
   /** Its store: messages, the outbox, homes, conversations and what the tools keep. */
-  readonly store: Store;
+  readonly store: AnyStore;
   /** The tools, and the background work (watchers, the scheduler) they keep. */
   readonly toolbox: Toolbox;
   /** The time background work runs on. */
@@ -37,8 +38,8 @@ export interface RunningGateway {
 
 export interface GatewayParts {
   readonly logger: Logger;
-  /** Default: SQLite in the data dir. */
-  readonly store?: Store;
+  /** Default: SQLite in the data dir, or Redis with THREADLINE_REDIS_URL (then with its queues). */
+  readonly store?: AnyStore;
   /** Default: the command agent, behind the LLM agent when THREADLINE_LLM_BASE_URL is set. Given the toolbox when a function. */
   readonly agent?: Agent | ((toolbox: Toolbox) => Agent);
   /** Default: the system clock. A test passes a ManualClock to move reminders and progress checks on. */
@@ -58,15 +59,20 @@ export async function startGateway(config: GatewayConfig, parts: GatewayParts): 
         'set THREADLINE_WEBHOOK_TOKEN unless something in front authenticates callers',
     );
   }
-  if (parts.store !== undefined) return assemble(config, parts, parts.store, () => {});
+  if (parts.store !== undefined) return assemble(config, parts, parts.store, undefined, () => {});
   const lock = acquireDataDirLock(config.dataDir);
-  let store: Store | undefined;
+  let store: AnyStore | undefined;
   try {
+    if (config.redis !== undefined) {
+      const backend = await openRedisBackend(config.redis, { logger: parts.logger, deadLetterRetentionMs: config.deadLetterRetentionMs });
+      store = backend.store;
+      return await assemble(config, parts, store, backend.queues, () => lock.release());
+    }
     store = await SqliteStore.open(join(config.dataDir, 'threadline.db'), {
       doneMs: DONE_RETENTION_MS,
       failedMs: config.deadLetterRetentionMs,
     });
-    return await assemble(config, parts, store, () => lock.release());
+    return await assemble(config, parts, store, undefined, () => lock.release());
   } catch (error) {
     // A start that failed (a port in use, say) must not leave the store open.
     await store?.close().catch(() => {});
@@ -75,7 +81,7 @@ export async function startGateway(config: GatewayConfig, parts: GatewayParts): 
   }
 }
 
-async function assemble(config: GatewayConfig, parts: GatewayParts, store: Store, unlock: () => void): Promise<RunningGateway> {
+async function assemble(config: GatewayConfig, parts: GatewayParts, store: AnyStore, queues: GatewayQueues | undefined, unlock: () => void): Promise<RunningGateway> {
   const { logger } = parts;
   const platforms: Platform[] = [new WebhookPlatform({ ...config.webhook, idempotencyTtlMs: config.webhookIdempotencyMs, logger, keepBaggage: config.inboundBaggage })];
   if (config.telegram !== undefined) platforms.push(new TelegramPlatform({ ...config.telegram, logger, keepBaggage: config.inboundBaggage }));
@@ -85,12 +91,21 @@ async function assemble(config: GatewayConfig, parts: GatewayParts, store: Store
   let router: Deliverer | undefined;
   const deliverer: Deliverer = { deliver: (request) => router!.deliver(request) };
   const toolbox = createToolbox(
-    { deliverer, store, clock, logger, dataDir: config.dataDir, platforms: new Set(platforms.map(({ name }) => name)) },
+    {
+      deliverer,
+      store,
+      clock,
+      logger,
+      dataDir: config.dataDir,
+      platforms: new Set(platforms.map(({ name }) => name)),
+      ...(config.redis === undefined ? {} : { instance: config.redis.instanceId }),
+    },
     config.tools,
   );
   const agent = typeof parts.agent === 'function' ? parts.agent(toolbox) : (parts.agent ?? defaultAgent(config, toolbox, store, logger));
   const gateway = new Gateway({
     store,
+    ...(queues === undefined ? {} : { queues }),
     platforms,
     agent,
     logger,
@@ -141,7 +156,7 @@ async function assemble(config: GatewayConfig, parts: GatewayParts, store: Store
 }
 
 /** The command agent; with a model configured, the LLM agent in front of it. */
-function defaultAgent(config: GatewayConfig, toolbox: Toolbox, store: Store, logger: Logger): Agent {
+function defaultAgent(config: GatewayConfig, toolbox: Toolbox, store: AnyStore, logger: Logger): Agent {
   const commands = new CommandAgent(toolbox.tools);
   const { llm } = config.tools;
   if (llm === undefined) return commands;

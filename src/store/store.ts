@@ -5,9 +5,10 @@ import type { RoutingSnapshot } from '../session/index.js';
  * The persistence seam. Everything is async so that a networked backend (Redis, in the
  * distributed mode) can implement it; the embedded SQLite store answers on its own thread.
  */
-export interface Store {
+export interface Store<O extends OutboxRecords = OutboxStore> {
   readonly messages: MessageLog;
-  readonly outbox: OutboxStore;
+  /** The embedded store's outbox also leases rows to its sender; the distributed one's queue workers send. */
+  readonly outbox: O;
   readonly homes: HomeChannels;
   readonly conversations: Conversations;
   /** Background commands of the terminal tool, kept so their watchers outlive a restart. */
@@ -36,6 +37,12 @@ export interface AcceptChecks {
   readonly maxOpenTotal: number;
   /** The platform's id for the message, remembered with `answer` until `keyExpiresAt`. */
   readonly idempotency?: { readonly key: string; readonly answer: string; readonly expiresAt: number };
+  /**
+   * Messages accepted and not completed, across every instance, before intake refuses
+   * (`full`, scope `messages`). The distributed store checks it; the embedded gateway bounds
+   * its queue in process and leaves it unset.
+   */
+  readonly maxPendingMessages?: number;
 }
 
 export type AcceptOutcome =
@@ -43,7 +50,9 @@ export type AcceptOutcome =
   /** The key was seen: nothing appended; `answer` is what the first message was answered. */
   | { readonly status: 'duplicate'; readonly answer: string }
   /** Nothing appended: the destination's, or every destination's, open deliveries are at their cap. */
-  | { readonly status: 'full'; readonly scope: 'destination' | 'total'; readonly open: number };
+  | { readonly status: 'full'; readonly scope: 'destination' | 'total'; readonly open: number }
+  /** Nothing appended: `pending` messages wait for their turn, at maxPendingMessages. */
+  | { readonly status: 'full'; readonly scope: 'messages'; readonly open: number };
 
 export interface MessageLog {
   /** Appends the message unless a check refuses it, atomically with the checks. */
@@ -72,12 +81,39 @@ export interface OutboxPressure {
   readonly oldestOpenSince?: number | undefined;
 }
 
+/** A store of either kind: what everything but the embedded outbox's sender needs. */
+export type AnyStore = Store<OutboxRecords>;
+
 /**
- * The outbox's state, owned by the store alone: each destination's deliveries form a queue
- * whose head is the only one that may be sent, so a chat keeps its order.
+ * What is asked of an outbox's records whoever sends them: recording, inspection, retrying
+ * dead letters and back-pressure. The embedded store and the distributed queues both answer it.
  */
-export interface OutboxStore {
+export interface OutboxRecords {
+  /** `leaseUntil`: how long a `claimed` delivery is the caller's to send (embedded store only). */
   add(delivery: NewDelivery, leaseUntil: number): Promise<AddOutcome>;
+  /** Failed deliveries (one by id, or all) made pending again with a fresh series of attempts; how many. */
+  retryFailed(id: string | undefined): Promise<number>;
+  /** The newest deliveries, failed ones only if asked, of one chat if asked. */
+  list(filter: { readonly failedOnly?: boolean; readonly chatId?: string; readonly limit: number }): Promise<DeliveryRecord[]>;
+  pressure(maxOpenPerDestination: number): Promise<OutboxPressure>;
+  /**
+   * Deliveries not done (pending, being sent, or failed) whose current series of attempts began
+   * before `query.before`, that series' start newest first. The completion notice of a process
+   * still in the process table is left out: ProcessTable.unreported reports it with its process.
+   */
+  overdue(query: OverdueQuery): Promise<DeliveryState[]>;
+  /**
+   * The status of each of `ids` the outbox holds (an id it does not hold is not in the map):
+   * what became of deliveries the traces name. Read MAX_STATE_IDS at a time.
+   */
+  states(ids: readonly string[]): Promise<Map<string, DeliveryStatus>>;
+}
+
+/**
+ * The embedded outbox's state, owned by the store alone: each destination's deliveries form a
+ * queue whose head is the only one that may be sent, so a chat keeps its order.
+ */
+export interface OutboxStore extends OutboxRecords {
   /**
    * Atomically marks as being sent (until `leaseUntil`) up to `limit` heads that need it by
    * `now`: pending ones that are due, and ones whose lease ended. Also says when the next
@@ -97,22 +133,6 @@ export interface OutboxStore {
   markFailed(id: string, error: string, leaseUntil: number): Promise<boolean>;
   /** At start-up, under the data dir's lock: deliveries being sent by an earlier process are due now. */
   releaseLeases(now: number): Promise<void>;
-  /** Failed deliveries (one by id, or all) made pending again with a fresh series of attempts; how many. */
-  retryFailed(id: string | undefined): Promise<number>;
-  /** The newest deliveries, failed ones only if asked, of one chat if asked. */
-  list(filter: { readonly failedOnly?: boolean; readonly chatId?: string; readonly limit: number }): Promise<DeliveryRecord[]>;
-  pressure(maxOpenPerDestination: number): Promise<OutboxPressure>;
-  /**
-   * Deliveries not done (pending, being sent, or failed) whose current series of attempts began
-   * before `query.before`, that series' start newest first. The completion notice of a process
-   * still in the process table is left out: ProcessTable.unreported reports it with its process.
-   */
-  overdue(query: OverdueQuery): Promise<DeliveryState[]>;
-  /**
-   * The status of each of `ids` the outbox holds (an id it does not hold is not in the map):
-   * what became of deliveries the traces name. Read MAX_STATE_IDS at a time.
-   */
-  states(ids: readonly string[]): Promise<Map<string, DeliveryStatus>>;
 }
 
 /** Ids a single read of OutboxStore.states looks up; more are read in chunks of this many. */
@@ -203,6 +223,12 @@ export interface ProcessRecord {
   readonly command: string;
   /** The wrapper's pid, which is also its process group id. */
   readonly pid: number;
+  /**
+   * The gateway instance whose host runs it (THREADLINE_INSTANCE_ID, distributed mode): only
+   * that instance may watch, adopt or kill it. Undefined in the embedded store, whose one
+   * gateway runs them all.
+   */
+  readonly instance?: string | undefined;
   readonly startedAt: number;
   readonly notifyOnComplete: boolean;
   /** Progress updates every this many ms until it ends; undefined: none. */

@@ -7,9 +7,10 @@ import { OTLPMetricExporter as OtlpProtobufMetricExporter } from '@opentelemetry
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { ConsoleMetricExporter, MeterProvider, PeriodicExportingMetricReader, type MetricReader, type PushMetricExporter } from '@opentelemetry/sdk-metrics';
-import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { ThreadlineError } from '../errors.js';
 import type { MetricsConfig, OtlpProtocol } from './telemetry-config.js';
+import { serviceAttributes } from './service-attributes.js';
 
 export interface Metrics {
   /**
@@ -31,14 +32,14 @@ const EXPORT_TIMEOUT_MS = 30_000;
  * threadline's instruments record; with `none`, nothing is registered and they stay no-ops.
  * Call it before the gateway is built: the API has no proxy meter provider.
  */
-export function startMetrics(config: MetricsConfig, resource: { serviceName: string; serviceVersion: string }): Metrics {
+export function startMetrics(config: MetricsConfig, resource: { serviceName: string; serviceVersion: string; serviceInstanceId?: string | undefined }): Metrics {
   if (config.exporter === 'none') return { ready: Promise.resolve(undefined), shutdown: () => Promise.resolve() };
   const prometheus = config.exporter === 'prometheus' ? new PrometheusEndpoint(config.prometheusHost, config.prometheusPort) : undefined;
   const provider = new MeterProvider({
     // Merged as NodeSDK merges the traces' resource: OTEL_RESOURCE_ATTRIBUTES overrides the
     // version, OTEL_SERVICE_NAME the name, so spans and metrics name the same service.
     resource: defaultResource()
-      .merge(resourceFromAttributes({ [ATTR_SERVICE_VERSION]: resource.serviceVersion }))
+      .merge(resourceFromAttributes(serviceAttributes(resource)))
       .merge(detectResources({ detectors: [envDetector] }))
       .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: resource.serviceName })),
     readers: [prometheus?.reader ?? periodicReader(config)],

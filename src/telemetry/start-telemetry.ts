@@ -3,9 +3,9 @@ import { isTracingSuppressed } from '@opentelemetry/core';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
+import { serviceAttributes } from './service-attributes.js';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { BatchSpanProcessor, type BufferConfig } from '@opentelemetry/sdk-trace-base';
-import { ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import type { Logger } from 'pino';
 import { createPropagator } from './create-propagator.js';
 import { createSpanExporter } from './create-span-exporter.js';
@@ -44,7 +44,7 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
   const stamper = new SessionSpanProcessor(config.attributes);
   limitRejectSpans(config.rejectSpansPerSecond);
   const logger = createLogger({ level: config.logLevel, includeNames: config.logNames, privacy: config.attributes });
-  const service = { serviceName: config.serviceName, serviceVersion: config.serviceVersion };
+  const service = { serviceName: config.serviceName, serviceVersion: config.serviceVersion, serviceInstanceId: config.serviceInstanceId };
   if (exporter === undefined) {
     installDiagLogger(logger);
     installContext(propagator);
@@ -56,7 +56,7 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
     serviceName: config.serviceName,
     // Given a resource, the SDK leaves out its default one (telemetry.sdk.*): merged back here.
     // OTEL_RESOURCE_ATTRIBUTES, detected at start, still overrides service.version.
-    resource: defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_VERSION]: config.serviceVersion })),
+    resource: defaultResource().merge(resourceFromAttributes(serviceAttributes(service))),
     contextManager,
     textMapPropagator: propagator,
     instrumentations: [
@@ -114,3 +114,4 @@ async function settleBoth(first: Promise<void>, second: Promise<void>): Promise<
     if (result.status === 'rejected') throw result.reason;
   }
 }
+

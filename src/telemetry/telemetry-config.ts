@@ -1,4 +1,5 @@
-import { readChoice, readFlag, readInteger, readText, readUrl } from '../config/read-setting.js';
+import { readInstanceId } from '../config/instance-id.js';
+import { readChoice, readFlag, readInteger, readRedisUrl, readText, readUrl } from '../config/read-setting.js';
 import { commaList } from '../env-vars.js';
 import { VERSION } from '../version.js';
 import { ConfigError } from '../errors.js';
@@ -33,6 +34,8 @@ export interface TelemetryConfig {
   readonly serviceName: string;
   /** service.version and the tracer's version: package.json's. */
   readonly serviceVersion: string;
+  /** service.instance.id: THREADLINE_INSTANCE_ID when several instances share Redis, so a trace says which did what. */
+  readonly serviceInstanceId?: string | undefined;
   readonly exporter: TraceExporterKind;
   readonly otlpProtocol: OtlpProtocol;
   readonly metrics: MetricsConfig;
@@ -65,6 +68,7 @@ export function readTelemetryConfig(env: NodeJS.ProcessEnv = process.env): Telem
   return {
     serviceName: readText(env, 'OTEL_SERVICE_NAME'),
     serviceVersion: VERSION,
+    serviceInstanceId: readRedisUrl(env, 'THREADLINE_REDIS_URL') === undefined ? undefined : readInstanceId(env),
     exporter: exporterKind(env),
     otlpProtocol: readChoice(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'),
     metrics: metricsConfig(env),

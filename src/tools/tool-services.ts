@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Store } from '../store/store.js';
+import type { AnyStore } from '../store/store.js';
 import type { Clock } from './clock.js';
 import type { Deliverer } from './deliver-later.js';
 
@@ -7,13 +7,15 @@ import type { Deliverer } from './deliver-later.js';
 export interface ToolServices {
   /** The gateway's delivery router: the only way out for a tool's messages. */
   readonly deliverer: Deliverer;
-  readonly store: Store;
+  readonly store: AnyStore;
   readonly clock: Clock;
   readonly logger: Logger;
   /** THREADLINE_DATA_DIR: a tool's files (background commands' output) live under it. */
   readonly dataDir: string;
   /** The platforms enabled in this gateway. */
   readonly platforms: ReadonlySet<string>;
+  /** This gateway's instance id when several share one store (THREADLINE_REDIS_URL); undefined when embedded. */
+  readonly instance?: string | undefined;
 }
 
 /** Work a tool keeps running between messages (watchers, the scheduler), started and stopped with the gateway. */

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkConfiguration } from '../../src/config/check-configuration.js';
 import { CONFIGURATION_DOC_PATH, renderConfigurationDoc } from '../../src/config/configuration-doc.js';
+import { describeConfiguration } from '../../src/config/describe-settings.js';
 import { SETTINGS, SETTING_NAMES, type Setting, type SettingName } from '../../src/config/settings.js';
 import { ConfigError } from '../../src/errors.js';
 import { readGatewayConfig } from '../../src/gateway/gateway-config.js';
@@ -74,11 +75,12 @@ describe('the settings table', () => {
     expect(SETTING_NAMES.filter((name) => (SETTINGS[name] as Setting).personal === true)).toEqual(['THREADLINE_ADMINS']);
   });
 
-  it('marks the tokens, secrets, the HMAC key and the model API key as secret, and nothing else', () => {
+  it('marks the tokens, secrets, the HMAC key, the model API key and the Redis URL as secret, and nothing else', () => {
     const secrets = SETTING_NAMES.filter((name) => (SETTINGS[name] as Setting).secret === true);
     expect(secrets.sort()).toEqual(
       [
         'THREADLINE_LLM_API_KEY',
+        'THREADLINE_REDIS_URL',
         'THREADLINE_SLACK_BOT_TOKEN',
         'THREADLINE_SLACK_SIGNING_SECRET',
         'THREADLINE_SPAN_HMAC_KEY',
@@ -100,6 +102,7 @@ function badValue(setting: Setting): string | undefined {
     case 'choice':
       return 'no-such-choice';
     case 'url':
+    case 'redis-url':
       return 'not a url';
     case 'text':
       return undefined;
@@ -201,6 +204,81 @@ describe('the checks across settings stay', () => {
 
   it('reports every bad setting at once, in table order', () => {
     expect(variablesOf({ THREADLINE_LOG_LEVEL: 'loud', PORT: 'x', OTEL_PROPAGATORS: 'xray' })).toEqual(['PORT', 'OTEL_PROPAGATORS', 'THREADLINE_LOG_LEVEL']);
+  });
+});
+
+describe('several instances on Redis', () => {
+  const variablesOf = (env: NodeJS.ProcessEnv) => checkConfiguration(env).map((error) => error.variable);
+  const url = 'redis://:hunter2@cache.internal:6380/1';
+
+  it('is off without THREADLINE_REDIS_URL, and reads the settings beside it when set', () => {
+    expect(readGatewayConfig({}).redis).toBeUndefined();
+    expect(readGatewayConfig({ THREADLINE_REDIS_URL: url }).redis).toEqual({
+      url,
+      prefix: 'threadline',
+      partitions: 16,
+      workers: { turns: true, deliveries: true },
+      instanceId: expect.stringMatching(/^[A-Za-z0-9._-]+-[0-9a-f]{8}$/),
+      leaseMs: 30_000,
+    });
+    const tuned = {
+      THREADLINE_REDIS_URL: ` ${url} `,
+      THREADLINE_REDIS_PREFIX: 'staging.bot-2',
+      THREADLINE_PARTITIONS: '64',
+      THREADLINE_INSTANCE_ID: 'gw-2',
+      THREADLINE_INSTANCE_LEASE_MS: '5000',
+    };
+    expect(readGatewayConfig(tuned).redis).toMatchObject({ url, prefix: 'staging.bot-2', partitions: 64, instanceId: 'gw-2', leaseMs: 5_000 });
+  });
+
+  it('names an instance by default after its host and data dir: the same across restarts, another for another data dir', () => {
+    const idOf = (dataDir: string) => readGatewayConfig({ THREADLINE_REDIS_URL: url, THREADLINE_DATA_DIR: dataDir }).redis?.instanceId;
+    expect(idOf('/srv/a')).toBe(idOf('/srv/a'));
+    expect(idOf('/srv/a')).not.toBe(idOf('/srv/b'));
+  });
+
+  it.each(['a:b', 'with space', 'x'.repeat(65)])('refuses THREADLINE_INSTANCE_ID=%s', (instance) => {
+    expect(variablesOf({ THREADLINE_INSTANCE_ID: instance })).toEqual(['THREADLINE_INSTANCE_ID']);
+  });
+
+  it.each([
+    ['turns', { turns: true, deliveries: false }],
+    ['deliveries', { turns: false, deliveries: true }],
+    [' Deliveries , turns ', { turns: true, deliveries: true }],
+    ['none', { turns: false, deliveries: false }],
+  ])('THREADLINE_WORKERS=%s works %o', (workers, expected) => {
+    expect(readGatewayConfig({ THREADLINE_REDIS_URL: url, THREADLINE_WORKERS: workers }).redis?.workers).toEqual(expected);
+  });
+
+  it.each(['turns,none', 'all', ',', 'turns,outbox'])('refuses THREADLINE_WORKERS=%s, even with Redis off', (workers) => {
+    expect(variablesOf({ THREADLINE_WORKERS: workers })).toEqual(['THREADLINE_WORKERS']);
+  });
+
+  it.each(['a:b', 'with space', 'x'.repeat(65)])('refuses THREADLINE_REDIS_PREFIX=%s, which a key or queue name would split', (prefix) => {
+    expect(variablesOf({ THREADLINE_REDIS_PREFIX: prefix })).toEqual(['THREADLINE_REDIS_PREFIX']);
+  });
+
+  it.each([
+    ['http://:hunter2@cache.internal:6379', /must be a redis:\/\/ or rediss:\/\/ URL, not http:\/\//],
+    ['cache.internal hunter2', /is not an absolute URL/],
+  ])('refuses THREADLINE_REDIS_URL=%s without echoing it', (value, reason) => {
+    const errors = checkConfiguration({ THREADLINE_REDIS_URL: value });
+    expect(errors.map((error) => error.variable)).toEqual(['THREADLINE_REDIS_URL']);
+    expect(errors[0]!.message).toMatch(reason);
+    expect(errors[0]!.message).not.toContain('hunter2');
+  });
+
+  it('takes rediss:// (TLS)', () => {
+    expect(readGatewayConfig({ THREADLINE_REDIS_URL: 'rediss://cache.internal' }).redis?.url).toBe('rediss://cache.internal');
+  });
+
+  it('is shown by threadline config with its password masked, and not at all when refused', () => {
+    const shown = (env: NodeJS.ProcessEnv) => describeConfiguration(env).settings.find((setting) => setting.name === 'THREADLINE_REDIS_URL')!;
+    expect(shown({ THREADLINE_REDIS_URL: url })).toMatchObject({ value: 'redis://:***@cache.internal:6380/1', source: 'environment', secret: true });
+    expect(shown({})).toMatchObject({ value: undefined, source: 'default' });
+    const refused = shown({ THREADLINE_REDIS_URL: 'http://:hunter2@cache.internal' });
+    expect(refused.value).toBe('(invalid)');
+    expect(JSON.stringify(refused)).not.toContain('hunter2');
   });
 });
 

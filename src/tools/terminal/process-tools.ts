@@ -49,6 +49,10 @@ export function killProcessTool(services: ToolServices, config: TerminalConfig, 
         throw new ThreadlineError('TL_TOOL_INPUT', `no process ${id.slice(0, 32)} in this chat (list_processes, or /jobs, shows them)`);
       }
       if (record.exit !== undefined) return { text: `${id} has already ended; its report is on its way.` };
+      // Its pid is a process of another host: signalling it here would hit a stranger.
+      if (!watchers.runsHere(record)) {
+        throw new ThreadlineError('TL_TOOL_INPUT', `${id} runs on gateway instance ${record.instance ?? '?'}, which alone can end it; ask there or wait for it`);
+      }
       await watchers.kill(record);
       return { text: `Killing ${id} (${quoteCommand(record.command)}): SIGTERM to its process group now, SIGKILL in a few seconds if it lingers.` };
     },

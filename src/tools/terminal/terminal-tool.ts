@@ -119,6 +119,7 @@ async function startBackground(deps: TerminalToolDeps, args: TerminalArgs, call:
     notifyOnComplete: args.notify_on_complete === true,
     ...(checkIntervalMs === undefined ? {} : { checkIntervalMs }),
     progressSent: 0,
+    ...(services.instance === undefined ? {} : { instance: services.instance }),
   };
   let added;
   try {

@@ -73,7 +73,7 @@ export class TerminalWatchers implements BackgroundWork {
 
   async start(): Promise<void> {
     this.running = true;
-    const records = await this.services.store.processes.all();
+    const records = (await this.services.store.processes.all()).filter((record) => this.runsHere(record));
     for (const record of records) {
       if (this.watches.has(record.id)) continue;
       const watch = this.addWatch(record);
@@ -108,6 +108,11 @@ export class TerminalWatchers implements BackgroundWork {
     watch.child = child;
     watch.onExit = onExit;
     child.once('exit', onExit);
+  }
+
+  /** Whether this instance's host runs it: another instance's pid means nothing here. */
+  runsHere(record: ProcessRecord): boolean {
+    return record.instance === undefined || record.instance === this.services.instance;
   }
 
   /** /kill: marks it killed (the notification says so, even after a restart), then TERM, then KILL. */

@@ -48,6 +48,8 @@ export function terminalHarness(options: {
   clock?: Clock;
   config?: Partial<TerminalConfig>;
   spawner?: Spawner;
+  /** The gateway instance id (distributed mode); default none, as embedded. */
+  instance?: string;
 }): TerminalHarness {
   const table = options.table ?? new MemoryProcessTable();
   const deliverer = options.deliverer ?? new RecordingDeliverer();
@@ -58,6 +60,7 @@ export function terminalHarness(options: {
     logger: pino({ level: 'silent' }),
     dataDir: options.dataDir,
     platforms: new Set(['telegram', 'slack']),
+    ...(options.instance === undefined ? {} : { instance: options.instance }),
   };
   const terminal = createTerminal(services, { ...TEST_CONFIG, ...options.config }, options.spawner === undefined ? {} : { spawner: options.spawner });
   return {

@@ -1,0 +1,87 @@
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { GatewayQueues } from '../gateway/gateway.js';
+import type { RedisConfig } from '../gateway/gateway-config.js';
+import { connectRedis } from '../store/redis/redis-connection.js';
+import { RedisKeys } from '../store/redis/redis-keys.js';
+import { assertRedisSuitable } from '../store/redis/redis-requirements.js';
+import { RedisStore } from '../store/redis/redis-store.js';
+import { DeliveryQueues } from './delivery-queues.js';
+import { RedisOutbox } from './redis-outbox.js';
+import { RedisOutboxRecords } from './redis-outbox-records.js';
+import { RedisTurnQueue } from './redis-turn-queue.js';
+
+/** The distributed gateway's parts on one Redis: the shared store and the queues every instance works. */
+export interface RedisBackend {
+  /** Closing it closes the queues and every connection the backend opened. */
+  readonly store: RedisStore;
+  readonly queues: GatewayQueues;
+}
+
+export interface RedisBackendOptions {
+  readonly logger: Logger;
+  /** THREADLINE_DEAD_LETTER_RETENTION_MS: how long a failed delivery is kept. */
+  readonly deadLetterRetentionMs: number;
+}
+
+/**
+ * Connects to Redis, refuses one that would lose accepted work (TL_REDIS_UNSUITABLE) or cannot
+ * be reached (TL_REDIS_UNAVAILABLE), and builds the store and queues on it. The commands'
+ * connection fails fast while Redis is away, so intake answers 503; BullMQ's workers wait on
+ * connections of their own and carry on when Redis is back.
+ */
+export async function openRedisBackend(config: RedisConfig, options: RedisBackendOptions): Promise<RedisBackend> {
+  const { logger } = options;
+  const keys = new RedisKeys(config.prefix);
+  const commands = await connectRedis(config.url, {
+    onError: (error) => logger.warn({ err: error }, 'Redis connection failed; reconnecting'),
+  });
+  const workerConnections: Redis[] = [];
+  // Synchronous, as the workers ask for one: it connects in the background, retrying while Redis is away.
+  const workerConnection = (): Redis => {
+    const connection = new Redis(config.url, { maxRetriesPerRequest: null, retryStrategy: (attempt) => Math.min(attempt * 100, 1_000) });
+    connection.on('error', () => undefined); // The commands' connection logs outages; one line is enough.
+    workerConnections.push(connection);
+    return connection;
+  };
+  let deliveryQueues: DeliveryQueues | undefined;
+  try {
+    const suitability = await assertRedisSuitable(commands, { keys, partitions: config.partitions });
+    for (const warning of suitability.warnings) logger.warn(warning);
+    deliveryQueues = new DeliveryQueues(commands, keys, config.partitions);
+    const queues = deliveryQueues;
+    const records = new RedisOutboxRecords({
+      redis: commands,
+      queue: (index) => queues.queue(index),
+      keys,
+      partitions: config.partitions,
+      deadLetterRetentionMs: options.deadLetterRetentionMs,
+      // A process still in the table is reported with its process (ProcessTable.unreported), not as a lost notice.
+      processUnreported: async (id) => (await store.processes.get(id)) !== undefined,
+    });
+    // A lock renewed at a third of the lease, checked for expiry every third: a lost instance's work moves on within the lease.
+    const leases = { lockDurationMs: Math.round((config.leaseMs * 2) / 3), stalledIntervalMs: Math.round(config.leaseMs / 3) };
+    const turns = new RedisTurnQueue({ connection: workerConnection, keys, partitions: config.partitions, work: config.workers.turns, logger, ...leases });
+    const store: RedisStore = RedisStore.open({
+      redis: commands,
+      keys,
+      outbox: records,
+      close: async () => {
+        await queues.close();
+        for (const connection of workerConnections.splice(0)) connection.disconnect();
+        await commands.quit().catch(() => commands.disconnect());
+      },
+    });
+    return {
+      store,
+      queues: {
+        turns,
+        deliveries: (parts) => new RedisOutbox({ parts, records, connect: workerConnection, work: config.workers.deliveries, ...leases }),
+      },
+    };
+  } catch (error) {
+    await deliveryQueues?.close().catch(() => {});
+    commands.disconnect();
+    throw error;
+  }
+}

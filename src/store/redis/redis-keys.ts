@@ -1,0 +1,50 @@
+import { formatDestination, type Destination } from '../../deliveries/delivery.js';
+
+/**
+ * The names threadline uses in Redis, all under one prefix (THREADLINE_REDIS_PREFIX), so
+ * gateways of several deployments, or several tests, can share one Redis. Keys read by more
+ * than one module are named here; a module's private keys are named in that module from `key()`.
+ */
+export class RedisKeys {
+  constructor(readonly prefix: string) {}
+
+  /** A key of threadline's own: `<prefix>:<parts joined by ':'>`. */
+  key(...parts: string[]): string {
+    return [this.prefix, ...parts].join(':');
+  }
+
+  /** BullMQ's prefix for threadline's queues. */
+  get queuePrefix(): string {
+    return this.key('q');
+  }
+
+  /** The inbound queue of partition `index`: one session's messages all go to one. */
+  inboundQueue(index: number): string {
+    return `inbound-${index}`;
+  }
+
+  /** The delivery queue of partition `index`: one destination's deliveries all go to one. */
+  deliveryQueue(index: number): string {
+    return `deliveries-${index}`;
+  }
+
+  /** Hash: destination (formatDestination) → deliveries recorded and not yet done or failed. */
+  get openDeliveries(): string {
+    return this.key('outbox', 'open');
+  }
+
+  /** Counter: deliveries recorded and not yet done or failed, all destinations. */
+  get openDeliveriesTotal(): string {
+    return this.key('outbox', 'open-total');
+  }
+
+  /** The field of `destination` in openDeliveries. */
+  openField(destination: Destination): string {
+    return formatDestination(destination);
+  }
+
+  /** The partition count the data was written with: a gateway with another count refuses to start. */
+  get partitions(): string {
+    return this.key('config', 'partitions');
+  }
+}

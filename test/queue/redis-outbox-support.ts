@@ -1,0 +1,139 @@
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { DeliveryError } from '../../src/errors.js';
+import type { OutboundMessage, Platform } from '../../src/platforms/platform.js';
+import { getSession, type Session } from '../../src/session/index.js';
+import type { NewDelivery } from '../../src/store/store.js';
+import { DeliveryQueues } from '../../src/queue/delivery-queues.js';
+import { RedisOutbox } from '../../src/queue/redis-outbox.js';
+import { RedisOutboxRecords } from '../../src/queue/redis-outbox-records.js';
+import { RedisKeys } from '../../src/store/redis/redis-keys.js';
+import { GatewayMetrics } from '../../src/telemetry/gateway-metrics.js';
+import { webhookOrigin } from '../helpers/gateway.js';
+
+/** One send the fake platform saw: which instance, what, and the session active while it sent. */
+export interface SeenSend {
+  readonly instance: string;
+  readonly message: OutboundMessage;
+  readonly session: Session | undefined;
+  readonly ok: boolean;
+}
+
+/**
+ * A webhook-named platform shared by the instances of a test: `answer` decides each attempt
+ * (undefined: accepted), and it counts sends in flight per chat to catch two at once.
+ */
+export class FakePlatform {
+  readonly seen: SeenSend[] = [];
+  /** The most sends to one chat that were in flight at once. */
+  maxInFlightPerChat = 0;
+  answer: (message: OutboundMessage, attempt: number) => DeliveryError | 'hang' | undefined = () => undefined;
+  /** Each send takes this long: long enough for a second sender to overlap if the queue let it. */
+  delayMs = 2;
+  private readonly inFlight = new Map<string, number>();
+  private readonly attempts = new Map<string, number>();
+
+  for(instance: string): Platform {
+    return {
+      name: 'webhook',
+      register: () => undefined,
+      describe: () => 'fake',
+      send: (message, signal) => this.send(instance, message, signal),
+    };
+  }
+
+  /** The ids of `chatId`'s deliveries the platform accepted, in order. */
+  sentTo(chatId: string): string[] {
+    return this.seen.filter((send) => send.ok && send.message.destination.chatId === chatId).map((send) => send.message.id);
+  }
+
+  private async send(instance: string, message: OutboundMessage, signal: AbortSignal): Promise<void> {
+    const chat = message.destination.chatId;
+    const attempt = (this.attempts.get(message.id) ?? 0) + 1;
+    this.attempts.set(message.id, attempt);
+    const inFlight = (this.inFlight.get(chat) ?? 0) + 1;
+    this.inFlight.set(chat, inFlight);
+    this.maxInFlightPerChat = Math.max(this.maxInFlightPerChat, inFlight);
+    try {
+      const answer = this.answer(message, attempt);
+      if (answer === 'hang') {
+        await new Promise<void>((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+      }
+      await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+      this.seen.push({ instance, message, session: getSession(), ok: answer === undefined });
+      if (answer !== undefined && answer !== 'hang') throw answer;
+    } finally {
+      this.inFlight.set(chat, (this.inFlight.get(chat) ?? 1) - 1);
+    }
+  }
+}
+
+export const unavailable = (): DeliveryError => new DeliveryError('webhook answered 503', { retryable: true });
+export const refused = (): DeliveryError => new DeliveryError('webhook answered 400', { retryable: false });
+
+/** A delivery to webhook chat `chatId`, made in that chat. */
+export function delivery(id: string, chatId: string, createdAt = Date.now()): NewDelivery {
+  return { id, kind: 'reply', destination: { platform: 'webhook', chatId }, text: `text of ${id}`, origin: webhookOrigin(chatId, `tl_${chatId}`), createdAt };
+}
+
+export interface Instance {
+  readonly name: string;
+  readonly records: RedisOutboxRecords;
+  readonly outbox: RedisOutbox;
+  readonly redis: Redis;
+  readonly queues: DeliveryQueues;
+  close(): Promise<void>;
+}
+
+export interface InstanceOptions {
+  readonly url: string;
+  readonly prefix: string;
+  readonly platform: FakePlatform;
+  readonly name?: string;
+  readonly partitions?: number;
+  readonly maxAttempts?: number;
+  readonly giveUpAfterMs?: number;
+  readonly work?: boolean;
+}
+
+/** An instance of the distributed outbox on the test Redis: its connections, records and workers. */
+export function instance(options: InstanceOptions): Instance {
+  const name = options.name ?? 'a';
+  const redis = new Redis(options.url);
+  const keys = new RedisKeys(options.prefix);
+  const partitions = options.partitions ?? 4;
+  const queues = new DeliveryQueues(redis, keys, partitions);
+  const records = new RedisOutboxRecords({ redis, queue: (index) => queues.queue(index), keys, partitions, deadLetterRetentionMs: 60_000 });
+  const outbox = new RedisOutbox({
+    parts: {
+      platforms: new Map([['webhook', options.platform.for(name)]]),
+      options: {
+        maxAttempts: options.maxAttempts ?? 5,
+        giveUpAfterMs: options.giveUpAfterMs ?? 60_000,
+        backoff: { baseMs: 5, maxMs: 20, maxRetryAfterMs: 1_000 },
+        maxInFlight: 10,
+        leaseMs: 30_000,
+      },
+      logger: pino({ level: 'silent' }),
+      metrics: new GatewayMetrics(),
+    },
+    records,
+    connect: () => new Redis(options.url, { maxRetriesPerRequest: null }),
+    work: options.work ?? true,
+  });
+  let closed = false;
+  return {
+    name,
+    records,
+    outbox,
+    redis,
+    queues,
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await outbox.stop(Date.now() + 5_000);
+      await queues.close();
+      await redis.quit();
+    },
+  };
+}
