@@ -282,7 +282,8 @@ export const SETTINGS = {
     default: 10_000,
     min: 1,
     max: 10_000_000,
-    description: 'messages waiting or running before intake answers 429 (`/stop` has a reserve of `THREADLINE_CONCURRENCY` beyond it)',
+    description:
+      'messages waiting or running before intake answers 429 (`/stop` has a reserve of `THREADLINE_CONCURRENCY` beyond it); with `THREADLINE_REDIS_URL`, messages waiting across every instance',
   },
   THREADLINE_GROUP_SESSIONS: {
     kind: 'choice',

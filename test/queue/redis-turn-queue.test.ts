@@ -13,6 +13,7 @@ import {
   captureRouting,
   contextWithSession,
   createSession,
+  extractSession,
   names,
   requireSession,
   SESSION_CARRIER_FIELD,
@@ -259,6 +260,8 @@ describe('RedisTurnQueue', () => {
     expect(ran.sessionId).toBe(real.sessionId);
     expect(requireSession(ran.context).chatId).toBe('chat-real');
     expect(propagation.getBaggage(ran.context)?.getEntry(names.CHAT_ID)?.value).toBe('chat-real');
+    // The naive consumer, which resumes whatever the carrier says, is caught: this job would misroute it.
+    expect(requireSession(extractSession(carrier)).chatId).toBe('chat-evil');
   });
 
   it('leaves a job it cannot use failed, says so without its text, and goes on with the partition', async () => {
