@@ -46,6 +46,14 @@ export async function withOutbox<T>(dataDir: string | undefined, io: CliIo, use:
     throw error;
   }
   if (redis === undefined) return withStore(dataDir, io, (store) => use(store.outbox));
+  let deadLetterRetentionMs: number;
+  try {
+    // Read before connecting: a bad setting is one line, and no connection is left open.
+    deadLetterRetentionMs = readInteger(io.env, 'THREADLINE_DEAD_LETTER_RETENTION_MS');
+  } catch (error) {
+    if (error instanceof ThreadlineError) fail(io, `${error.message} [${error.code}]`);
+    throw error;
+  }
   const [{ connectRedis }, { RedisKeys }, { DeliveryQueues }, { RedisOutboxRecords }] = await Promise.all([
     import('../store/redis/redis-connection.js'),
     import('../store/redis/redis-keys.js'),
@@ -66,7 +74,7 @@ export async function withOutbox<T>(dataDir: string | undefined, io: CliIo, use:
     queue: (index) => queues.queue(index),
     keys,
     partitions: redis.partitions,
-    deadLetterRetentionMs: readInteger(io.env, 'THREADLINE_DEAD_LETTER_RETENTION_MS'),
+    deadLetterRetentionMs,
   });
   try {
     return await use(records);

@@ -88,6 +88,8 @@ export interface GatewayHealth {
 }
 
 const tracer = threadlineTracer();
+/** Why a stored message can never run: its routing no longer validates. */
+const UNUSABLE_ROW: ReadonlySet<ErrorCode> = new Set(['TL_SNAPSHOT_INVALID', 'TL_SESSION_INVALID']);
 /** How long turns aborted at the shutdown deadline get to return before the store closes. */
 const ABORTED_TURNS_GRACE_MS = 1_000;
 
@@ -182,7 +184,7 @@ export class Gateway implements Intake {
             destination: destinationOf(session),
             maxOpenPerDestination: this.options.outbox.maxOpenPerDestination,
             maxOpenTotal: this.options.outbox.maxOpenTotal,
-            ...(this.options.queues === undefined ? {} : { maxPendingMessages: this.options.queueCapacity }),
+            ...(this.options.queues === undefined ? {} : { maxPendingMessages: room }),
             ...(idempotency === undefined
               ? {}
               : {
@@ -202,6 +204,8 @@ export class Gateway implements Intake {
           // Taken before: no turn. The span stays, renamed, so a redelivery shows in the trace store.
           span.updateName('gateway.duplicate');
           span.setAttribute('messaging.message.id', first.messageId);
+          // Its first sending was stored but its hand-over to the turn queue may have failed (503): hand it over now.
+          if (outcome.waiting !== undefined && this.options.queues !== undefined) await this.replay(outcome.waiting);
           span.end();
           return { ...first, duplicate: true };
         }
@@ -263,7 +267,8 @@ export class Gateway implements Intake {
       try {
         await this.replay(stored);
       } catch (error) {
-        // A row that no longer validates can never run; keep starting, and say so loudly.
+        // Only a row that no longer validates is dropped; a queue that failed (Redis away) fails the start, the row kept.
+        if (!(error instanceof ThreadlineError && UNUSABLE_ROW.has(error.code))) throw error;
         this.options.logger.error({ err: error, message: stored.id }, 'stored message is unusable and was dropped');
         await this.options.store.messages.complete(stored.id);
       }

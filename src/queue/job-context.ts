@@ -12,11 +12,16 @@ export interface JobContext {
 /** Link attribute naming the producer of a queue job, beside the core's `origin`. */
 export const PRODUCER_LINK = 'producer';
 
-/** Captures the producing context (default: active) for a job. Throws TL_SESSION_MISSING outside a session. */
-export function jobContextOf(ctx: Context = activeContext()): JobContext {
+/**
+ * Captures the producing context (default: active) for a job: its trace parent and baggage,
+ * and `routing` when the work already has one (a reply's origin, a replayed message's first
+ * capture), so the consumer links to where the work began; else the routing of `ctx`. Throws
+ * TL_SESSION_MISSING outside a session.
+ */
+export function jobContextOf(ctx: Context = activeContext(), routing?: RoutingSnapshot): JobContext {
   const carrier: Carrier = {};
   propagation.inject(ctx, carrier);
-  return { routing: captureRouting(ctx), carrier };
+  return { routing: routing ?? captureRouting(ctx), carrier };
 }
 
 /**

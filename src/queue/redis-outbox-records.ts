@@ -264,7 +264,7 @@ export class RedisOutboxRecords implements OutboxRecords {
 
 /** The context a job carries: the active one inside a session (the router's span), else the origin's routing with no span. */
 function producerContext(origin: RoutingSnapshot): JobContext {
-  return getSession() === undefined ? { routing: origin, carrier: {} } : jobContextOf();
+  return getSession() === undefined ? { routing: origin, carrier: {} } : jobContextOf(undefined, origin);
 }
 
 /** A BullMQ job state as threadline names it. */
@@ -342,9 +342,13 @@ function seconds(ms: number): number {
   return Math.max(1, Math.ceil(ms / 1000));
 }
 
+/** Dead letters kept per partition at most, however young. */
+const DEAD_LETTERS_KEPT = 10_000;
+
 /** BullMQ's removeOnFail for a retention: none kept when it is 0. */
 function keepFor(ms: number): KeepJobs | boolean {
-  return ms <= 0 ? true : { age: seconds(ms) };
+  // Bounded by count as well: a flood of dead letters must not fill a noeviction Redis.
+  return ms <= 0 ? true : { age: seconds(ms), count: DEAD_LETTERS_KEPT };
 }
 
 /** The first `limit` of what is added, by `order`, in bounded memory. */

@@ -106,7 +106,7 @@ export class RedisTurnQueue implements TurnQueue {
     const queueName = this.options.keys.inboundQueue(partition);
     this.offers++;
     try {
-      const data: InboundJobData = { id: job.id, key: job.key, text: job.text, context: jobContextOf(job.context) };
+      const data: InboundJobData = { id: job.id, key: job.key, text: job.text, context: jobContextOf(job.context, job.routing) };
       const queue = this.queue(partition);
       await this.withinTimeout(
         queue.add('turn', data, { jobId: inboundJobId(job.id), attempts: 1, removeOnComplete: REMOVE_ON_COMPLETE, removeOnFail: REMOVE_ON_FAIL }),

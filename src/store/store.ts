@@ -47,8 +47,13 @@ export interface AcceptChecks {
 
 export type AcceptOutcome =
   | { readonly status: 'accepted' }
-  /** The key was seen: nothing appended; `answer` is what the first message was answered. */
-  | { readonly status: 'duplicate'; readonly answer: string }
+  /**
+   * The key was seen: nothing appended; `answer` is what the first message was answered.
+   * `waiting`: the first message, when it has not run yet and its hand-over to the turns may
+   * have failed (the distributed store); the caller hands it over again, which is harmless
+   * when it is queued already.
+   */
+  | { readonly status: 'duplicate'; readonly answer: string; readonly waiting?: StoredMessage }
   /** Nothing appended: the destination's, or every destination's, open deliveries are at their cap. */
   | { readonly status: 'full'; readonly scope: 'destination' | 'total'; readonly open: number }
   /** Nothing appended: `pending` messages wait for their turn, at maxPendingMessages. */

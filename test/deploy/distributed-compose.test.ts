@@ -82,14 +82,16 @@ describe("docker-compose.yml's distributed profile", () => {
     expect(redis!.workers).toEqual({ turns: true, deliveries: true });
   });
 
-  it('gives each gateway its own data volume and host port, and its own service.instance.id', () => {
+  it('gives each gateway its own data volume and host port, and its own instance id that outlives the container', () => {
     const volumes = gateways.map(([, service]) => service.volumes![0]!);
     expect(new Set(volumes).size).toBe(gateways.length);
     for (const volume of volumes) expect(compose.volumes).toHaveProperty(volume.split(':')[0]!);
     expect(volumes.every((volume) => volume.endsWith(':/data'))).toBe(true);
     const hostPorts = [...gateways, ['threadline', services['threadline']!] as const].map(([, service]) => service.ports![0]!.split(':')[0]);
     expect(new Set(hostPorts).size).toBe(hostPorts.length);
-    const instances = gateways.map(([, service]) => service.environment!['OTEL_RESOURCE_ATTRIBUTES']);
+    // Set, not the default (a container's host name is new each time it is re-created): its background commands stay its own.
+    const instances = gateways.map(([, service]) => service.environment!['THREADLINE_INSTANCE_ID']);
+    expect(instances.every((instance) => typeof instance === 'string' && instance !== '')).toBe(true);
     expect(new Set(instances).size).toBe(gateways.length);
   });
 

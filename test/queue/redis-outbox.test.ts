@@ -204,7 +204,9 @@ describe('RedisOutbox: context across the queue', () => {
     const a = open({ prefix, platform });
     const session = createSession({ platform: 'webhook', chatType: 'dm', chatId: 'S', sessionId: 'tl_s' });
     const producer = await threadlineTracer().startActiveSpan('gateway.deliver', {}, contextWithSession(ROOT_CONTEXT, session), async (span) => {
-      await a.outbox.send(delivery('s1', 'S'), span);
+      // The work began elsewhere (a turn's message span): the consumer links there, and to its producer.
+      const origin = { ...delivery('s1', 'S').origin, origin: { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: 1 } };
+      await a.outbox.send({ ...delivery('s1', 'S'), origin }, span);
       span.end();
       return span;
     });
@@ -215,9 +217,13 @@ describe('RedisOutbox: context across the queue', () => {
     const consumer = tracing.spans().find((span) => span.kind === SpanKind.CONSUMER)!;
     expect(consumer.spanContext().traceId).toBe(producer.spanContext().traceId);
     expect(consumer.parentSpanContext?.spanId).toBe(producer.spanContext().spanId);
-    expect(consumer.links.map((link) => link.attributes?.['threadline.link'])).toEqual(['origin', 'producer']);
+    expect(consumer.links.map((link) => [link.attributes?.['threadline.link'], link.context.spanId])).toEqual([
+      ['origin', 'b'.repeat(16)],
+      ['producer', producer.spanContext().spanId],
+    ]);
     expect(consumer.attributes).toMatchObject({ 'delivery.id': 's1', 'delivery.attempt': 1, 'routing.destination.chat.id': 'S' });
-    expect(platform.seen[0]!.session).toMatchObject({ chatId: 'S', sessionId: 'tl_s' });
+    // The delivery's own origin routing, not whatever session produced the job.
+    expect(platform.seen[0]!.session).toMatchObject({ chatId: 'S', sessionId: 'tl_S' });
     expect(trace.getActiveSpan()).toBeUndefined();
   });
 

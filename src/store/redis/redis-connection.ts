@@ -12,6 +12,10 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 const MAX_RECONNECT_DELAY_MS = 1_000;
 /** Our own commands wait out this many reconnects, then fail: a brief blip passes, an outage is reported. */
 const COMMAND_RETRIES = 2;
+/** The longest one of our commands may wait for its answer. */
+const COMMAND_TIMEOUT_MS = 5_000;
+/** TCP keep-alive probes find a silently dead connection in seconds, not the OS default hours. */
+const KEEP_ALIVE_MS = 10_000;
 
 export interface ConnectRedisOptions {
   /** Connect, authenticate and answer the ready check within this; default 5 s. */
@@ -39,6 +43,17 @@ export async function connectRedis(url: string, options: ConnectRedisOptions = {
     // BullMQ's blocking workers must never have a command given up; our own must fail fast.
     maxRetriesPerRequest: options.forQueues === true ? null : COMMAND_RETRIES,
     retryStrategy: (attempt) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
+    // A replica promoted away from under us answers READONLY: reconnect, to whatever the URL names now.
+    reconnectOnError: (error) => error.message.startsWith('READONLY'),
+    ...(options.forQueues === true
+      ? {}
+      : {
+          // Our scripts are not idempotent: one whose reply was lost is reported, never sent again.
+          autoResendUnfulfilledCommands: false,
+          // A Redis that hangs (paused, a cut without a reset) fails the command: intake answers 503, not never.
+          commandTimeout: COMMAND_TIMEOUT_MS,
+          keepAlive: KEEP_ALIVE_MS,
+        }),
   };
   let client: Redis;
   try {

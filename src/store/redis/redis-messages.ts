@@ -17,7 +17,14 @@ local maxMine, maxTotal, maxPending = tonumber(ARGV[5]), tonumber(ARGV[6]), tonu
 local answer, expiresAt = ARGV[8], tonumber(ARGV[9])
 if intake ~= '' then
   local seen = redis.call('GET', intake)
-  if seen then return {'duplicate', seen} end
+  -- This very accept, run again after its answer was lost: it was accepted.
+  if seen == answer then return {'accepted'} end
+  if seen then
+    -- The first message, while it still waits: its hand-over to the queue may have failed.
+    local ok, first = pcall(cjson.decode, seen)
+    local row = ok and type(first) == 'table' and type(first.messageId) == 'string' and redis.call('HGET', messages, first.messageId)
+    return {'duplicate', seen, row or ''}
+  end
 end
 local mine = tonumber(redis.call('HGET', open, destination) or '0') + tonumber(redis.call('HGET', waiting, destination) or '0')
 if mine >= maxMine then return {'destination', mine} end
@@ -94,7 +101,7 @@ export function redisMessageLog(redis: Redis, keys: RedisKeys): MessageLog {
           idempotency?.answer ?? '',
           idempotency?.expiresAt ?? 0,
         ],
-      )) as [string, (string | number)?];
+      )) as [string, (string | number)?, string?];
       return toOutcome(answer);
     },
     complete: async (id) => {
@@ -119,12 +126,14 @@ async function pendingRows(redis: Redis, order: string, messages: string): Promi
   return [ids, await guarded(redis.hmget(messages, ...ids))];
 }
 
-function toOutcome([status, detail]: [string, (string | number)?]): AcceptOutcome {
+function toOutcome([status, detail, first]: [string, (string | number)?, string?]): AcceptOutcome {
   switch (status) {
     case 'accepted':
       return { status: 'accepted' };
-    case 'duplicate':
-      return { status: 'duplicate', answer: String(detail) };
+    case 'duplicate': {
+      const waiting = first === undefined || first === '' ? undefined : decodeMessage(first);
+      return { status: 'duplicate', answer: String(detail), ...(waiting === undefined ? {} : { waiting }) };
+    }
     case 'destination':
     case 'total':
     case 'messages':

@@ -1,7 +1,8 @@
 import { mkdir } from 'node:fs/promises';
 import { Type } from 'typebox';
 import { ThreadlineError } from '../../errors.js';
-import { captureRouting, childProcessEnv, requireSession } from '../../session/index.js';
+import { captureRouting, requireSession } from '../../session/index.js';
+import { commandEnv } from './command-env.js';
 import { destinationOf } from '../../deliveries/routing-mismatch.js';
 import type { ProcessRecord } from '../../store/store.js';
 import { shortIdOf } from '../call-key.js';
@@ -76,7 +77,7 @@ async function runInForeground(deps: TerminalToolDeps, command: string, call: To
   const result = await runForeground({
     command,
     cwd: deps.cwd,
-    env: childProcessEnv(),
+    env: commandEnv(),
     timeoutMs: deps.config.timeoutMs,
     tailChars: deps.config.tailChars,
     signal: call.signal,
@@ -104,7 +105,7 @@ async function startBackground(deps: TerminalToolDeps, args: TerminalArgs, call:
   await mkdir(dir, { recursive: true });
   let wrapper;
   try {
-    wrapper = await spawnWrapper(deps.spawner, { dir, command: args.command, cwd: deps.cwd, env: childProcessEnv(), outputMaxBytes: config.outputMaxBytes });
+    wrapper = await spawnWrapper(deps.spawner, { dir, command: args.command, cwd: deps.cwd, env: commandEnv(), outputMaxBytes: config.outputMaxBytes });
   } catch (error) {
     await removeProcessDir(dir);
     throw error;

@@ -46,6 +46,20 @@ describe('RedisStore messages', () => {
     });
   });
 
+  it('a duplicate of a message still waiting carries it, to hand it over again; an accept run twice is accepted, not its own duplicate', async () => {
+    const { store } = openStore();
+    const expiresAt = Date.now() + 60_000;
+    const answerOf = (id: string) => JSON.stringify({ messageId: id, sessionId: 's', traceId: 't' });
+    const checks = (id: string) => ({ ...ROOMY, idempotency: { key: 'update:7', answer: answerOf(id), expiresAt } });
+    expect(await store.messages.accept(message('m-1'), checks('m-1'))).toEqual({ status: 'accepted' });
+    // The same accept again (its reply lost, the command sent anew) finds its own answer.
+    expect(await store.messages.accept(message('m-1'), checks('m-1'))).toEqual({ status: 'accepted' });
+    expect(await store.messages.accept(message('m-2'), checks('m-2'))).toEqual({ status: 'duplicate', answer: answerOf('m-1'), waiting: message('m-1') });
+    await store.messages.complete('m-1');
+    expect(await store.messages.accept(message('m-3'), checks('m-3'))).toEqual({ status: 'duplicate', answer: answerOf('m-1') });
+    expect(ids(await store.messages.pending())).toEqual([]);
+  });
+
   it('counts messages waiting for their turn toward their chat\'s cap, and the message of a full chat is not appended', async () => {
     const { store } = openStore();
     const checks = { destination: chat('c'), maxOpenPerDestination: 2, maxOpenTotal: 100 };
@@ -113,9 +127,12 @@ describe('RedisStore messages', () => {
   it('answers a seen key once when two instances race with it', async () => {
     const { store, another } = openStore();
     const second = another();
-    const idempotency = { key: 'update:7', answer: 'ok', expiresAt: Date.now() + 60_000 };
+    const expiresAt = Date.now() + 60_000;
+    // Each answer names its own message, as the gateway's do.
     const outcomes = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? store : second).messages.accept(message(`m-${i}`), { ...ROOMY, idempotency })),
+      Array.from({ length: 10 }, (_, i) =>
+        (i % 2 === 0 ? store : second).messages.accept(message(`m-${i}`), { ...ROOMY, idempotency: { key: 'update:7', answer: `answer of m-${i}`, expiresAt } }),
+      ),
     );
     expect(outcomes.filter((outcome) => outcome.status === 'accepted')).toHaveLength(1);
     expect(await store.messages.pending()).toHaveLength(1);

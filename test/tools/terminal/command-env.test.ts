@@ -1,0 +1,26 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { commandEnv } from '../../../src/tools/terminal/command-env.js';
+import { useGlobalTracing } from '../../helpers/tracing.js';
+import { terminalHarness, useDataDirs } from './terminal-fixture.js';
+
+useGlobalTracing();
+const dataDir = useDataDirs();
+
+describe('the environment of a command the model runs', () => {
+  afterEach(() => {
+    delete process.env['THREADLINE_REDIS_URL'];
+  });
+
+  it('has the gateway\'s environment without its secrets', () => {
+    const env = commandEnv({ PATH: '/bin', THREADLINE_REDIS_URL: 'redis://:hunter2@cache:6379', THREADLINE_LLM_API_KEY: 'sk-x', THREADLINE_PARTITIONS: '8' });
+    expect(env).toEqual({ PATH: '/bin', THREADLINE_PARTITIONS: '8' });
+  });
+
+  it('is what the terminal tool gives a command: the Redis password cannot be printed into a chat', async () => {
+    process.env['THREADLINE_REDIS_URL'] = 'redis://:hunter2@127.0.0.1:6379';
+    const harness = terminalHarness({ dataDir: dataDir() });
+    const result = await harness.call('terminal', { command: 'echo "url=${THREADLINE_REDIS_URL:-none}"' });
+    expect(result.text).toContain('url=none');
+    expect(result.text).not.toContain('hunter2');
+  });
+});
