@@ -182,6 +182,15 @@ export class RedisTurnQueue implements TurnQueue {
       },
     );
     worker.on('error', (error) => this.options.logger.warn({ err: redisFailure(error), queue: queueName }, 'inbound queue worker error'));
+    // Its lock lapsed (cut off from Redis past the lease): another instance runs the turn now, so this one stops.
+    worker.on('lockRenewalFailed', (jobIds) => {
+      for (const jobId of jobIds) {
+        const running = this.running.get(jobId);
+        if (running === undefined) continue;
+        this.options.logger.warn({ queue: queueName, job: jobId }, 'a turn lost its lock in Redis; another instance runs it, this one is aborted');
+        running.controller.abort(new Error('the turn lost its lock: another instance runs it'));
+      }
+    });
     // Never the text: the job id names the message, the store has the rest.
     worker.on('failed', (job, error) =>
       this.options.logger.error({ err: error, queue: queueName, job: job?.id }, 'inbound job is unusable; it stays in its queue as a failed job'),

@@ -356,6 +356,26 @@ describe('RedisTurnQueue', () => {
     expect(seen.map(({ instance, job }) => `${instance}:${job.id}`)).toEqual(['a:m-1', 'b:m-1', 'b:m-2']);
   });
 
+  it('aborts a turn whose lock lapsed (cut off from Redis past the lease), since another instance runs it then', async () => {
+    const prefix = redis.prefix();
+    const seen: Seen[] = [];
+    const log: string[] = [];
+    const a = instance(prefix, { lockDurationMs: 400 }, log);
+    const untilAborted = (_job: TurnJob, signal: AbortSignal) => new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+    await a.queue.start(recorder(seen, 'a', untilAborted));
+    const job = turnJob('chat-1', 'm-1');
+    await a.queue.offer(job);
+    await until(() => seen.length === 1);
+    const aborted = new Promise<void>((resolve) => seen[0]!.signal.addEventListener('abort', () => resolve()));
+    // What a lapse looks like to the lock's next renewal: the lock is gone.
+    const raw = new Redis(redis.url);
+    cleanups.push(async () => raw.disconnect());
+    await raw.del(`${new RedisKeys(prefix).queuePrefix}:${new RedisKeys(prefix).inboundQueue(partitionOf(job.key, 4))}:${inboundJobId('m-1')}:lock`);
+    await aborted;
+    expect((seen[0]!.signal.reason as Error).message).toMatch(/lost its lock/);
+    expect(log.join('\n')).toContain('lost its lock');
+  });
+
   it('/stop aborts a turn running on another instance', async () => {
     const prefix = redis.prefix();
     const seen: Seen[] = [];
