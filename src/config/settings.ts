@@ -178,7 +178,7 @@ export const SETTINGS = {
     min: 1_000,
     max: 600_000,
     description:
-      'how long a turn or a delivery held by an instance that stopped answering (killed, cut off) waits before another instance takes it over; an instance renews its leases several times within it',
+      'how long a turn or a delivery held by an instance that stopped answering (killed, cut off) waits before another instance takes it over; an instance renews its leases several times within it. Its heartbeat lasts as long: once it has lapsed, another instance tells the chats of its background commands they were lost with it, and takes over Telegram long polling',
   },
 
   // Webhook platform

@@ -15,8 +15,8 @@ import { WebhookPlatform } from '../platforms/webhook/webhook-platform.js';
 import { acquireDataDirLock } from '../store/data-dir-lock.js';
 import { DONE_RETENTION_MS, SqliteStore } from '../store/sqlite-store.js';
 import type { AnyStore } from '../store/store.js';
-import { openRedisBackend } from '../queue/redis-backend.js';
-import { Gateway, type GatewayQueues } from './gateway.js';
+import { openRedisBackend, type RedisBackend } from '../queue/redis-backend.js';
+import { Gateway } from './gateway.js';
 import type { GatewayConfig } from './gateway-config.js';
 import { buildServer } from './server.js';
 import { stopGateway } from './stop-gateway.js';
@@ -59,20 +59,22 @@ export async function startGateway(config: GatewayConfig, parts: GatewayParts): 
         'set THREADLINE_WEBHOOK_TOKEN unless something in front authenticates callers',
     );
   }
-  if (parts.store !== undefined) return assemble(config, parts, parts.store, undefined, () => {});
+  if (parts.store !== undefined) return assemble(config, parts, parts.store, () => {});
   const lock = acquireDataDirLock(config.dataDir);
   let store: AnyStore | undefined;
   try {
     if (config.redis !== undefined) {
       const backend = await openRedisBackend(config.redis, { logger: parts.logger, deadLetterRetentionMs: config.deadLetterRetentionMs });
       store = backend.store;
-      return await assemble(config, parts, store, backend.queues, () => lock.release());
+      // Beating before the tools start: another instance must never find this one's commands ownerless.
+      await backend.heartbeat.start();
+      return await assemble(config, parts, store, () => lock.release(), backend);
     }
     store = await SqliteStore.open(join(config.dataDir, 'threadline.db'), {
       doneMs: DONE_RETENTION_MS,
       failedMs: config.deadLetterRetentionMs,
     });
-    return await assemble(config, parts, store, undefined, () => lock.release());
+    return await assemble(config, parts, store, () => lock.release());
   } catch (error) {
     // A start that failed (a port in use, say) must not leave the store open.
     await store?.close().catch(() => {});
@@ -81,10 +83,21 @@ export async function startGateway(config: GatewayConfig, parts: GatewayParts): 
   }
 }
 
-async function assemble(config: GatewayConfig, parts: GatewayParts, store: AnyStore, queues: GatewayQueues | undefined, unlock: () => void): Promise<RunningGateway> {
+async function assemble(
+  config: GatewayConfig,
+  parts: GatewayParts,
+  store: AnyStore,
+  unlock: () => void,
+  /** With THREADLINE_REDIS_URL: the queues, the instances' heartbeats and leases. */
+  backend?: RedisBackend,
+): Promise<RunningGateway> {
   const { logger } = parts;
   const platforms: Platform[] = [new WebhookPlatform({ ...config.webhook, idempotencyTtlMs: config.webhookIdempotencyMs, logger, keepBaggage: config.inboundBaggage })];
-  if (config.telegram !== undefined) platforms.push(new TelegramPlatform({ ...config.telegram, logger, keepBaggage: config.inboundBaggage }));
+  if (config.telegram !== undefined) {
+    // Long polling on one instance at a time: two pollers steal each other's updates (409 Conflict).
+    const pollingLease = backend !== undefined && config.telegram.mode === 'polling' ? { pollingLease: backend.leases } : {};
+    platforms.push(new TelegramPlatform({ ...config.telegram, logger, keepBaggage: config.inboundBaggage, ...pollingLease }));
+  }
   if (config.slack !== undefined) platforms.push(new SlackPlatform({ ...config.slack, logger, keepBaggage: config.inboundBaggage }));
   const clock = parts.clock ?? systemClock;
   // The router exists once the gateway does; tools only deliver after start(), so this late binding is safe.
@@ -98,14 +111,14 @@ async function assemble(config: GatewayConfig, parts: GatewayParts, store: AnySt
       logger,
       dataDir: config.dataDir,
       platforms: new Set(platforms.map(({ name }) => name)),
-      ...(config.redis === undefined ? {} : { instance: config.redis.instanceId }),
+      ...(config.redis === undefined ? {} : { instance: config.redis.instanceId, ...(backend === undefined ? {} : { instances: backend.heartbeat }) }),
     },
     config.tools,
   );
   const agent = typeof parts.agent === 'function' ? parts.agent(toolbox) : (parts.agent ?? defaultAgent(config, toolbox, store, logger));
   const gateway = new Gateway({
     store,
-    ...(queues === undefined ? {} : { queues }),
+    ...(backend === undefined ? {} : { queues: backend.queues }),
     platforms,
     agent,
     logger,

@@ -7,6 +7,8 @@ import { RedisKeys } from '../store/redis/redis-keys.js';
 import { assertRedisSuitable } from '../store/redis/redis-requirements.js';
 import { RedisStore } from '../store/redis/redis-store.js';
 import { DeliveryQueues } from './delivery-queues.js';
+import { InstanceHeartbeat } from './instance-heartbeat.js';
+import { redisLeaseFactory, type LeaseFactory } from './leader-lease.js';
 import { RedisOutbox } from './redis-outbox.js';
 import { RedisOutboxRecords } from './redis-outbox-records.js';
 import { RedisTurnQueue } from './redis-turn-queue.js';
@@ -16,6 +18,10 @@ export interface RedisBackend {
   /** Closing it closes the queues and every connection the backend opened. */
   readonly store: RedisStore;
   readonly queues: GatewayQueues;
+  /** This instance's heartbeat: started before the tools, stopped when the store closes. */
+  readonly heartbeat: InstanceHeartbeat;
+  /** Leases for work only one instance may do at a time (Telegram long polling). */
+  readonly leases: LeaseFactory;
 }
 
 export interface RedisBackendOptions {
@@ -62,11 +68,13 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
     // A lock renewed at a third of the lease, checked for expiry every third: a lost instance's work moves on within the lease.
     const leases = { lockDurationMs: Math.round((config.leaseMs * 2) / 3), stalledIntervalMs: Math.round(config.leaseMs / 3) };
     const turns = new RedisTurnQueue({ connection: workerConnection, keys, partitions: config.partitions, work: config.workers.turns, logger, ...leases });
+    const heartbeat = new InstanceHeartbeat({ redis: commands, keys, instanceId: config.instanceId, leaseMs: config.leaseMs, logger });
     const store: RedisStore = RedisStore.open({
       redis: commands,
       keys,
       outbox: records,
       close: async () => {
+        await heartbeat.stop();
         await queues.close();
         for (const connection of workerConnections.splice(0)) connection.disconnect();
         await commands.quit().catch(() => commands.disconnect());
@@ -74,6 +82,8 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
     });
     return {
       store,
+      heartbeat,
+      leases: redisLeaseFactory({ redis: commands, keys, instanceId: config.instanceId, leaseMs: config.leaseMs, logger }),
       queues: {
         turns,
         deliveries: (parts) => new RedisOutbox({ parts, records, connect: workerConnection, work: config.workers.deliveries, ...leases }),

@@ -378,6 +378,8 @@ function scheduleTable(thread: SqliteConnection): ScheduleTable {
       return row === undefined ? undefined : toScheduleRecord(row);
     },
     advance: (id, ranAt, nextAt) => thread.call('advanceSchedule', id, ranAt, nextAt ?? null),
+    // One gateway holds the data dir's lock: no other runner to race.
+    claimRun: async () => true,
     remove: (id) => thread.call('removeSchedule', id),
     overdue: async (query) => (await thread.call('overdueSchedules', overdueParameters(query))).map(toScheduleState),
   };

@@ -324,6 +324,12 @@ export interface ScheduleTable {
    * advance it. True when it changed.
    */
   advance(id: string, ranAt: number, nextAt: number | undefined): Promise<boolean>;
+  /**
+   * Claims the run of `id` due at `dueAt` for `forMs`: true for one caller only, across every
+   * instance sharing the store, so one tick runs once; a claimant that dies frees it after
+   * `forMs`. The embedded store, which one gateway owns, grants every claim.
+   */
+  claimRun(id: string, dueAt: number, forMs: number): Promise<boolean>;
   /** True when it existed. */
   remove(id: string): Promise<boolean>;
   /**

@@ -16,6 +16,26 @@ export interface ToolServices {
   readonly platforms: ReadonlySet<string>;
   /** This gateway's instance id when several share one store (THREADLINE_REDIS_URL); undefined when embedded. */
   readonly instance?: string | undefined;
+  /** Which instances still answer (their heartbeat in Redis); set with `instance`, so a lost one's commands are reported. */
+  readonly instances?: InstanceLiveness | undefined;
+}
+
+/**
+ * The heartbeats of the instances sharing one store: how the terminal finds the background
+ * commands of an instance that died (kill -9, host lost) and tells their chats.
+ */
+export interface InstanceLiveness {
+  /** How often to look for lost instances: a fraction of the lease, so one is found soon after it expires. */
+  readonly checkEveryMs: number;
+  /** False once `instanceId`'s heartbeat has expired. Throws when the shared store cannot tell. */
+  isAlive(instanceId: string): Promise<boolean>;
+  /**
+   * True when this instance has beaten without a gap for a whole lease: only then does a missing
+   * heartbeat mean a lost instance rather than an outage every instance shared.
+   */
+  canJudge(): boolean;
+  /** Claims the report of process `processId`, lost with its instance, for a lease: true for one caller at a time. */
+  claimLost(processId: string): Promise<boolean>;
 }
 
 /** Work a tool keeps running between messages (watchers, the scheduler), started and stopped with the gateway. */

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { Api, Bot, GrammyError, InputFile } from 'grammy';
+import { Api, GrammyError, InputFile } from 'grammy';
 import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
 import { inboundContext, runDetached, type InboundOptions, type KeepBaggage } from '../../session/index.js';
@@ -9,6 +9,8 @@ import { AcceptOnce } from '../accept-once.js';
 import { telegramInbound } from './telegram-inbound.js';
 import { safeUrl } from '../../telemetry/redact-secrets.js';
 import type { Attachment } from '../../deliveries/delivery.js';
+import type { Lease, LeaseFactory } from '../../queue/leader-lease.js';
+import { TelegramPoller } from './telegram-poller.js';
 
 export interface TelegramOptions {
   readonly token: string;
@@ -21,7 +23,17 @@ export interface TelegramOptions {
   readonly logger: Logger;
   /** THREADLINE_INBOUND_BAGGAGE: foreign inbound baggage to keep (default none). */
   readonly keepBaggage?: KeepBaggage;
+  /**
+   * Several instances on one Redis: polling runs only on the instance holding this lease (two
+   * pollers get 409 Conflict and take each other's updates). Unset, this instance polls alone.
+   */
+  readonly pollingLease?: LeaseFactory | undefined;
 }
+
+/** The lease's name: one poller per bot token's deployment. */
+export const TELEGRAM_POLLING_LEASE = 'telegram-polling';
+/** A poller that ended by itself (409, a network failure at start) while this instance holds the lease starts again after this. */
+const POLL_RESTART_MS = 3_000;
 
 export const TELEGRAM_WEBHOOK_PATH = '/v1/telegram/webhook';
 const SECRET_HEADER = 'x-telegram-bot-api-secret-token';
@@ -51,11 +63,11 @@ export class TelegramPlatform implements Platform {
   /** Updates come with the webhook secret, or from the Bot API itself when polling. */
   readonly authenticatesSenders = true;
   private readonly api: Api;
-  private bot: Bot | undefined;
-  /** The update being handed to intake, which close() lets finish while intake is open. */
-  private handing: Promise<void> = Promise.resolve();
-  /** Set once close() has let the update in hand finish: later ones wait for the next start. */
-  private closing = false;
+  /** The polling run under way, if any. */
+  private poller: TelegramPoller | undefined;
+  private lease: Lease | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private closed = false;
   /** Telegram redelivers an update whose answer it did not get: accepted one at a time. */
   private readonly once = new AcceptOnce();
   /** How each update's context is built. Polled updates have no headers, so no baggage either. */
@@ -139,18 +151,21 @@ export class TelegramPlatform implements Platform {
 
   describe(baseUrl: string): string {
     return this.options.mode === 'polling'
-      ? `telegram: long polling ${safeUrl(this.options.apiRoot)}`
+      ? `telegram: long polling ${safeUrl(this.options.apiRoot)}${this.options.pollingLease === undefined ? '' : ' (on the instance holding the polling lease)'}`
       : `telegram: POST ${baseUrl}${TELEGRAM_WEBHOOK_PATH}`;
   }
 
-  /** Stops polling once the update in hand is accepted (intake is still open then), so
-   * the offset grammY confirms never covers an update that was not taken. */
+  /**
+   * Stops polling once the update in hand is accepted (intake is still open then), so the
+   * offset grammY confirms never covers an update that was not taken; then releases the
+   * polling lease, so another instance polls at once.
+   */
   async close(): Promise<void> {
-    await this.handing.catch(() => {});
-    // grammY's stop() confirms updates up to the one in hand; the rest of its batch is handed
-    // again at the next start, so taking them now would run them twice.
-    this.closing = true;
-    await this.bot?.stop();
+    this.closed = true;
+    clearTimeout(this.restartTimer);
+    // The lease's stop() stops polling (onLost) before it releases the lease.
+    await this.lease?.stop();
+    await this.stopPolling();
   }
 
   /**
@@ -178,19 +193,51 @@ export class TelegramPlatform implements Platform {
    * so updates stay with Telegram instead of being dropped.
    */
   start(intake: Intake): void {
-    if (this.options.mode !== 'polling') return;
-    const bot = new Bot(this.options.token, { client: { apiRoot: this.options.apiRoot } });
-    bot.on(['message', 'channel_post'], (ctx) => {
-      const message = parseUpdate(ctx.update);
-      if (message === undefined || this.closing) return;
-      this.handing = this.hand(intake, message);
-      return this.handing;
+    if (this.options.mode !== 'polling' || this.closed) return;
+    const lease = this.options.pollingLease?.(TELEGRAM_POLLING_LEASE);
+    if (lease === undefined) {
+      this.startPolling(intake, undefined);
+      return;
+    }
+    this.lease = lease;
+    lease.start({
+      onAcquired: () => this.startPolling(intake, lease),
+      onLost: () => this.stopPolling(),
     });
-    bot.catch((error) => this.options.logger.error({ err: error.error }, 'telegram update failed'));
-    this.bot = bot;
-    runDetached(() => void bot.start({ drop_pending_updates: false }).catch((error: unknown) => {
-      this.options.logger.error({ err: error }, 'telegram polling stopped');
-    }));
+  }
+
+  /** A new polling run; under a lease, one that ends by itself is started again while the lease is held. */
+  private startPolling(intake: Intake, lease: Lease | undefined): void {
+    if (this.closed || this.poller !== undefined) return;
+    const poller = new TelegramPoller({
+      token: this.options.token,
+      apiRoot: this.options.apiRoot,
+      logger: this.options.logger,
+      hand: (message) => this.hand(intake, message),
+      ...(lease === undefined
+        ? {}
+        : {
+            onEnded: () => {
+              if (this.poller === poller) this.poller = undefined;
+              clearTimeout(this.restartTimer);
+              this.restartTimer = runDetached(() =>
+                setTimeout(() => {
+                  if (lease.held) this.startPolling(intake, lease);
+                }, POLL_RESTART_MS),
+              );
+            },
+          }),
+    });
+    this.poller = poller;
+    poller.start();
+  }
+
+  /** Stops the polling run under way, if any. */
+  private async stopPolling(): Promise<void> {
+    clearTimeout(this.restartTimer);
+    const poller = this.poller;
+    this.poller = undefined;
+    await poller?.stop();
   }
 }
 

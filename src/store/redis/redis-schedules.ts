@@ -26,6 +26,7 @@ export function redisScheduleTable(redis: Redis, keys: RedisKeys): ScheduleTable
       return fields === undefined ? undefined : toScheduleRecord(id, fields);
     },
     advance: (id, ranAt, nextAt) => records.advance(id, 'next_at', ranAt, nextAt),
+    claimRun: async (id, dueAt, forMs) => (await guarded(redis.set(keys.key('schedules', 'run', id, String(dueAt)), '1', 'PX', forMs, 'NX'))) === 'OK',
     remove: (id) => records.remove(id),
     overdue: async (query) => {
       const filter = chatFilterOf(query);

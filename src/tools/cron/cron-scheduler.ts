@@ -11,6 +11,13 @@ import { parseCron } from './cron-expression.js';
 const DUE_BATCH = 100;
 /** After a failure worth retrying (the store, a delivery refused for now), the next try. */
 export const CRON_RETRY_MS = 10_000;
+/**
+ * How long a claimed run is this scheduler's alone: shorter than the retry, so a run that
+ * failed for now is claimed again by whichever scheduler tries next.
+ */
+const RUN_CLAIM_MS = CRON_RETRY_MS / 2;
+/** With several instances on one store: how late a job another instance added may be seen here. */
+const SHARED_STORE_POLL_MS = 5_000;
 /** Longest text a notice repeats: with its preamble it stays one chat message. */
 const NOTICE_TEXT_CHARS = 3500;
 
@@ -94,6 +101,8 @@ export class CronScheduler implements BackgroundWork {
       }
       if (!this.started) return;
       if (this.rerun) continue;
+      // Sharing the store with other instances, whose new jobs wake only their own scheduler: look again soon.
+      if (this.services.instance !== undefined) wakeAt = Math.min(wakeAt ?? Number.POSITIVE_INFINITY, this.services.clock.now() + SHARED_STORE_POLL_MS);
       if (wakeAt !== undefined) this.arm(wakeAt);
       return;
     }
@@ -130,6 +139,8 @@ export class CronScheduler implements BackgroundWork {
   private async run(job: ScheduleRecord, now: number): Promise<boolean> {
     const { logger } = this.services;
     const log = { schedule: job.id, target: job.target, dueAt: new Date(job.nextAt).toISOString() };
+    // Another instance sharing the store runs this tick: it stays due here until that one advances it.
+    if (!(await this.services.store.schedules.claimRun(job.id, job.nextAt, RUN_CLAIM_MS))) return false;
     try {
       await deliverLater(this.services.deliverer, job.origin, 'cron.run', {
         id: `cron:${job.id}:${job.nextAt}`,

@@ -58,6 +58,26 @@ export function endText(facts: EndFacts): string {
   ].join('\n');
 }
 
+export interface LostFacts {
+  readonly id: string;
+  readonly command: string;
+  /** The instance whose heartbeat expired. */
+  readonly instance: string;
+  /** From its start to its recorded end, or to when its instance was found lost. */
+  readonly runMs: number;
+  /** Its end, when that instance recorded one before it was lost. */
+  readonly exit?: ProcessExit | undefined;
+}
+
+/** The notification of a background command whose instance died: its end was never seen, or never reported. */
+export function lostText(facts: LostFacts): string {
+  const what =
+    facts.exit === undefined
+      ? `was lost with its instance ${facts.instance}, ${formatDuration(facts.runMs)} after it started; its final status is unknown`
+      : `finished (${describeExit(facts.exit)}) after ${formatDuration(facts.runMs)}, but its instance ${facts.instance} was lost before reporting it; its output is not available`;
+  return [`Process ${facts.id} ${what}`, `$ ${quoteCommand(facts.command)}`].join('\n');
+}
+
 /** A progress update of a command still running. */
 export function progressText(id: string, command: string, runMs: number, tail: string, droppedChars: number): string {
   return [`Process ${id} still running, ${formatDuration(runMs)} so far`, `$ ${quoteCommand(command)}`, outputSection(tail, droppedChars)].join('\n');

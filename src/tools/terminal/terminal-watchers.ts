@@ -11,6 +11,7 @@ import type { TerminalConfig } from '../tools-config.js';
 import { endText, progressText } from './notification-text.js';
 import { isWrapperAlive, terminateGroup } from './process-group.js';
 import { isProcessId } from './process-id.js';
+import { LostInstanceSweep } from './lost-instances.js';
 import { markKilled, processDir, readOutputTail, readStatus, removeProcessDir, wasKilled } from './process-files.js';
 import { SharedSchedule } from './shared-schedule.js';
 import type { SpawnedProcess } from './spawner.js';
@@ -58,12 +59,16 @@ export class TerminalWatchers implements BackgroundWork {
   private readonly killTimers = new Set<() => void>();
   private cancelSweep: (() => void) | undefined;
   private running = false;
+  /** Reports other instances' commands when their instance dies; undefined when one gateway runs them all. */
+  readonly lostInstances: LostInstanceSweep | undefined;
 
   constructor(
     private readonly services: ToolServices,
     private readonly config: TerminalConfig,
   ) {
     this.progress = new SharedSchedule(services.clock, (due) => this.tickAll(due));
+    const { instance, instances } = services;
+    this.lostInstances = instance === undefined || instances === undefined ? undefined : new LostInstanceSweep(services, instances, instance);
   }
 
   /** Watchers now, for a test or a bench. */
@@ -85,10 +90,12 @@ export class TerminalWatchers implements BackgroundWork {
     await this.removeOrphanDirs(new Set(records.map((record) => record.id)));
     this.progress.start();
     this.armSweep();
+    await this.lostInstances?.start();
   }
 
   async stop(): Promise<void> {
     this.running = false;
+    await this.lostInstances?.stop();
     this.progress.stop();
     this.cancelSweep?.();
     this.cancelSweep = undefined;

@@ -73,6 +73,18 @@ describe('RedisStore schedules', () => {
     expect(await store.schedules.add(schedule('other', 1), { maxPerDestination: 1, maxTotal: 1 })).toEqual({ status: 'added' });
   });
 
+  it('grants the claim of one run to one of two instances, and again once the claim has lapsed', async () => {
+    const { store, another } = openStore();
+    const second = another();
+    const claims = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? store : second).schedules.claimRun('r-1', 1_000, 200)));
+    expect(claims.filter(Boolean)).toHaveLength(1);
+    // Another tick of the same job is its own run.
+    expect(await second.schedules.claimRun('r-1', 2_000, 200)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    // The claimant died (its claim lapsed): the run is free to claim again.
+    expect(await store.schedules.claimRun('r-1', 1_000, 200)).toBe(true);
+  });
+
   it('lets one of two instances advance a due run, however many times they race', async () => {
     const { store, another } = openStore();
     const second = another();

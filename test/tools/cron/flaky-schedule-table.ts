@@ -19,6 +19,7 @@ export class FlakyScheduleTable implements ScheduleTable {
   ofDestination: ScheduleTable['ofDestination'] = (...args) => this.call(() => this.inner.ofDestination(...args));
   get: ScheduleTable['get'] = (...args) => this.call(() => this.inner.get(...args));
   advance: ScheduleTable['advance'] = (...args) => this.call(() => this.inner.advance(...args));
+  claimRun: ScheduleTable['claimRun'] = (...args) => this.call(() => this.inner.claimRun(...args));
   remove: ScheduleTable['remove'] = (...args) => this.call(() => this.inner.remove(...args));
 
   private async call<T>(fn: () => Promise<T>): Promise<T> {

@@ -9,7 +9,7 @@ import { SqliteStore } from '../../../src/store/sqlite-store.js';
 import { systemClock, type Clock } from '../../../src/tools/clock.js';
 import { executeTool } from '../../../src/tools/execute-tool.js';
 import { createTerminal, type Spawner, type Terminal } from '../../../src/tools/terminal/index.js';
-import type { ToolServices } from '../../../src/tools/tool-services.js';
+import type { InstanceLiveness, ToolServices } from '../../../src/tools/tool-services.js';
 import type { ToolResult } from '../../../src/tools/tool.js';
 import type { TerminalConfig } from '../../../src/tools/tools-config.js';
 import { MemoryProcessTable } from './memory-process-table.js';
@@ -50,6 +50,8 @@ export function terminalHarness(options: {
   spawner?: Spawner;
   /** The gateway instance id (distributed mode); default none, as embedded. */
   instance?: string;
+  /** The other instances' heartbeats, as Redis would tell them; with `instance`, lost instances' commands are swept. */
+  instances?: InstanceLiveness;
 }): TerminalHarness {
   const table = options.table ?? new MemoryProcessTable();
   const deliverer = options.deliverer ?? new RecordingDeliverer();
@@ -61,6 +63,7 @@ export function terminalHarness(options: {
     dataDir: options.dataDir,
     platforms: new Set(['telegram', 'slack']),
     ...(options.instance === undefined ? {} : { instance: options.instance }),
+    ...(options.instances === undefined ? {} : { instances: options.instances }),
   };
   const terminal = createTerminal(services, { ...TEST_CONFIG, ...options.config }, options.spawner === undefined ? {} : { spawner: options.spawner });
   return {
