@@ -61,12 +61,22 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     await exited;
   };
   await launch();
-  afterAll(async () => {
+  started.add(async () => {
     await stop();
     rmSync(dir, { recursive: true, force: true });
   });
   return { url: `redis://127.0.0.1:${port}`, port, stop, restart: launch };
 }
+
+/**
+ * Stops of the servers this test file started. One afterAll, registered as the file imports
+ * this module: a server started inside a test would not be stopped by an afterAll it registered.
+ */
+const started = new Set<() => Promise<void>>();
+afterAll(async () => {
+  for (const stop of [...started]) await stop();
+  started.clear();
+});
 
 /** A Redis for a test file, and a fresh key prefix per call so tests never see each other's keys. */
 export interface TestRedis {
