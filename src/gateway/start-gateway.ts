@@ -15,7 +15,7 @@ import { WebhookPlatform } from '../platforms/webhook/webhook-platform.js';
 import { acquireDataDirLock } from '../store/data-dir-lock.js';
 import { DONE_RETENTION_MS, SqliteStore } from '../store/sqlite-store.js';
 import type { AnyStore } from '../store/store.js';
-import { openRedisBackend, type RedisBackend } from '../queue/redis-backend.js';
+import type { RedisBackend } from '../queue/redis-backend.js';
 import { Gateway } from './gateway.js';
 import type { GatewayConfig } from './gateway-config.js';
 import { buildServer } from './server.js';
@@ -64,6 +64,8 @@ export async function startGateway(config: GatewayConfig, parts: GatewayParts): 
   let store: AnyStore | undefined;
   try {
     if (config.redis !== undefined) {
+      // Loaded only here: an embedded gateway never pays for BullMQ and ioredis.
+      const { openRedisBackend } = await import('../queue/redis-backend.js');
       const backend = await openRedisBackend(config.redis, { logger: parts.logger, deadLetterRetentionMs: config.deadLetterRetentionMs });
       store = backend.store;
       // Beating before the tools start: another instance must never find this one's commands ownerless.
@@ -114,6 +116,7 @@ async function assemble(
       ...(config.redis === undefined ? {} : { instance: config.redis.instanceId, ...(backend === undefined ? {} : { instances: backend.heartbeat }) }),
     },
     config.tools,
+    { schedules: backend?.schedules },
   );
   const agent = typeof parts.agent === 'function' ? parts.agent(toolbox) : (parts.agent ?? defaultAgent(config, toolbox, store, logger));
   const gateway = new Gateway({

@@ -6,12 +6,17 @@ import { connectRedis } from '../store/redis/redis-connection.js';
 import { RedisKeys } from '../store/redis/redis-keys.js';
 import { assertRedisSuitable } from '../store/redis/redis-requirements.js';
 import { RedisStore } from '../store/redis/redis-store.js';
+import type { ScheduleRunnerFactory } from '../tools/cron/index.js';
 import { DeliveryQueues } from './delivery-queues.js';
 import { InstanceHeartbeat } from './instance-heartbeat.js';
 import { redisLeaseFactory, type LeaseFactory } from './leader-lease.js';
 import { RedisOutbox } from './redis-outbox.js';
 import { RedisOutboxRecords } from './redis-outbox-records.js';
+import { RedisScheduleRunner } from './redis-schedule-runner.js';
 import { RedisTurnQueue } from './redis-turn-queue.js';
+
+/** The lease of the instance that matches the schedules queue to the stored jobs. */
+const SCHEDULES_RECONCILE_LEASE = 'schedules-reconcile';
 
 /** The distributed gateway's parts on one Redis: the shared store and the queues every instance works. */
 export interface RedisBackend {
@@ -22,6 +27,8 @@ export interface RedisBackend {
   readonly heartbeat: InstanceHeartbeat;
   /** Leases for work only one instance may do at a time (Telegram long polling). */
   readonly leases: LeaseFactory;
+  /** The runner of reminders and cron jobs on BullMQ, made from the tools' services; closed with the store. */
+  readonly schedules: ScheduleRunnerFactory;
 }
 
 export interface RedisBackendOptions {
@@ -51,6 +58,7 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
     return connection;
   };
   let deliveryQueues: DeliveryQueues | undefined;
+  const scheduleRunners: RedisScheduleRunner[] = [];
   try {
     const suitability = await assertRedisSuitable(commands, { keys, partitions: config.partitions });
     for (const warning of suitability.warnings) logger.warn(warning);
@@ -69,11 +77,13 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
     const leases = { lockDurationMs: Math.round((config.leaseMs * 2) / 3), stalledIntervalMs: Math.round(config.leaseMs / 3) };
     const turns = new RedisTurnQueue({ connection: workerConnection, keys, partitions: config.partitions, work: config.workers.turns, logger, ...leases });
     const heartbeat = new InstanceHeartbeat({ redis: commands, keys, instanceId: config.instanceId, leaseMs: config.leaseMs, logger });
+    const leaseFactory = redisLeaseFactory({ redis: commands, keys, instanceId: config.instanceId, leaseMs: config.leaseMs, logger });
     const store: RedisStore = RedisStore.open({
       redis: commands,
       keys,
       outbox: records,
       close: async () => {
+        await Promise.allSettled(scheduleRunners.splice(0).map((runner) => runner.stop()));
         await heartbeat.stop();
         await queues.close();
         for (const connection of workerConnections.splice(0)) connection.disconnect();
@@ -83,10 +93,26 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
     return {
       store,
       heartbeat,
-      leases: redisLeaseFactory({ redis: commands, keys, instanceId: config.instanceId, leaseMs: config.leaseMs, logger }),
+      leases: leaseFactory,
       queues: {
         turns,
         deliveries: (parts) => new RedisOutbox({ parts, records, connect: workerConnection, work: config.workers.deliveries, ...leases }),
+      },
+      schedules: (services) => {
+        // Runs are worked where turns are: an instance that only accepts or only sends adds and removes jobs.
+        const runner = new RedisScheduleRunner({
+          services,
+          commands,
+          connection: workerConnection,
+          keys,
+          work: config.workers.turns,
+          ...leases,
+          // What breaks between starts (a job whose BullMQ job was never added, a scheduler stuck) is repaired within a lease, by one instance.
+          lease: () => leaseFactory(SCHEDULES_RECONCILE_LEASE),
+          reconcileEveryMs: config.leaseMs,
+        });
+        scheduleRunners.push(runner);
+        return runner;
       },
     };
   } catch (error) {

@@ -17,26 +17,21 @@ import type { NewDelivery, OutboxPressure, OutboxRecords } from '../store/store.
 import { threadlineTracer } from '../telemetry/tracer.js';
 import { deliveryOf, parseDeliveryJob } from './delivery-job.js';
 import { consumerContext } from './job-context.js';
+import { leaseWorkerOptions, logWorkerErrors, type LeaseTimings } from './lease-worker-options.js';
 import type { RedisOutboxRecords } from './redis-outbox-records.js';
 
-/** A stall is an instance lost, never the delivery's fault: it is sent again however often that happens. */
-const MAX_STALLED_COUNT = 1_000_000;
 /** A failure of our own (Redis away) hands the job back after this, so a lasting one cannot spin. */
 const HAND_BACK_PAUSE_MS = 1_000;
 const UNUSABLE_ORIGIN: ReadonlySet<string> = new Set(['TL_SNAPSHOT_INVALID', 'TL_SESSION_INVALID']);
 const tracer = threadlineTracer();
 
-export interface RedisOutboxOptions {
+export interface RedisOutboxOptions extends LeaseTimings {
   readonly parts: DeliveryQueueParts;
   readonly records: RedisOutboxRecords;
   /** A new connection for a worker, as BullMQ needs it (`maxRetriesPerRequest: null`); closed at stop. */
   readonly connect: () => Redis | Promise<Redis>;
   /** This instance sends deliveries (THREADLINE_WORKERS has deliveries); otherwise it only records them. */
   readonly work: boolean;
-  /** BullMQ's job lock; default BullMQ's (30 s). A job whose instance stops renewing it runs again elsewhere. */
-  readonly lockDurationMs?: number;
-  /** How often this instance looks for deliveries of lost instances; BullMQ's default 30 s. */
-  readonly stalledIntervalMs?: number;
 }
 
 /** Thrown inside the processor once the job went back to wait: BullMQ then leaves it alone. */
@@ -90,11 +85,9 @@ export class RedisOutbox implements DeliveryQueue {
         connection,
         prefix: records.queuePrefix,
         concurrency: 1,
-        maxStalledCount: MAX_STALLED_COUNT,
-        ...(this.options.lockDurationMs === undefined ? {} : { lockDuration: this.options.lockDurationMs }),
-        ...(this.options.stalledIntervalMs === undefined ? {} : { stalledInterval: this.options.stalledIntervalMs }),
+        ...leaseWorkerOptions(this.options),
       });
-      worker.on('error', (error) => this.logger.error({ err: error, queue: queue.name }, 'delivery worker failed in Redis; it goes on when Redis answers'));
+      logWorkerErrors(worker, this.logger, 'delivery');
       this.workers.push(worker);
     }
   }

@@ -12,10 +12,11 @@ import { threadlineTracer } from '../telemetry/tracer.js';
 import { parseInboundJobData, type InboundJobData } from './inbound-job-data.js';
 import { inboundJobId } from './inbound-job-id.js';
 import { consumerContext, jobContextOf } from './job-context.js';
+import { keptAWeek, leaseWorkerOptions, logWorkerErrors, type LeaseTimings } from './lease-worker-options.js';
 import { partitionOf } from './partition.js';
 import { decodeTurnAbort, encodeTurnAbort } from './turn-abort-message.js';
 
-export interface RedisTurnQueueOptions {
+export interface RedisTurnQueueOptions extends LeaseTimings {
   /** A new ioredis connection for BullMQ (maxRetriesPerRequest null); each one asked for is closed by close(). */
   readonly connection: () => Redis;
   readonly keys: RedisKeys;
@@ -26,10 +27,6 @@ export interface RedisTurnQueueOptions {
   readonly logger: Logger;
   /** How long an offer or an abort broadcast waits for Redis before it is reported unavailable; default 5 s. */
   readonly commandTimeoutMs?: number;
-  /** How long a running turn's lock lasts unrenewed: a lost instance's turn runs elsewhere after it. BullMQ's default 30 s. */
-  readonly lockDurationMs?: number;
-  /** How often this instance looks for turns of lost instances. BullMQ's default 30 s. */
-  readonly stalledIntervalMs?: number;
   /** After a Redis error, how long a worker waits before it fetches again (and close() may wait as long). BullMQ's default 15 s. */
   readonly retryDelayMs?: number;
 }
@@ -45,9 +42,7 @@ const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
 /** Completed jobs are kept a day (bounded): a replayed offer of a message that ran is then a no-op. */
 const REMOVE_ON_COMPLETE = { age: 86_400, count: 10_000 } as const;
 /** Failed jobs are messages whose data was damaged: kept a week to be looked at, bounded. */
-const REMOVE_ON_FAIL = { age: 7 * 86_400, count: 10_000 } as const;
-/** A stall is an instance lost, not the message's fault: it is never a reason to give the message up. */
-const MAX_STALLED_COUNT = 1_000_000;
+const REMOVE_ON_FAIL = keptAWeek(10_000);
 
 /**
  * The distributed gateway's turn queue: accepted messages wait in Redis, in BullMQ partition
@@ -175,13 +170,11 @@ export class RedisTurnQueue implements TurnQueue {
         connection,
         prefix: this.options.keys.queuePrefix,
         concurrency: 1,
-        maxStalledCount: MAX_STALLED_COUNT,
-        ...(this.options.lockDurationMs === undefined ? {} : { lockDuration: this.options.lockDurationMs }),
-        ...(this.options.stalledIntervalMs === undefined ? {} : { stalledInterval: this.options.stalledIntervalMs }),
+        ...leaseWorkerOptions(this.options),
         ...(this.options.retryDelayMs === undefined ? {} : { runRetryDelay: this.options.retryDelayMs }),
       },
     );
-    worker.on('error', (error) => this.options.logger.warn({ err: redisFailure(error), queue: queueName }, 'inbound queue worker error'));
+    logWorkerErrors(worker, this.options.logger, 'inbound queue');
     // Its lock lapsed (cut off from Redis past the lease): another instance runs the turn now, so this one stops.
     worker.on('lockRenewalFailed', (jobIds) => {
       for (const jobId of jobIds) {

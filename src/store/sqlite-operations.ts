@@ -548,6 +548,7 @@ function toolOperations(db: Database.Database) {
   const addSchedule = capped<ScheduleRow>('schedules', SCHEDULE_COLUMNS);
   const dueSchedules = statement<ScheduleRow>(`SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE next_at <= ? ORDER BY next_at, id LIMIT ?`);
   const nextScheduleAt = statement<{ at: number | null }>(`SELECT MIN(next_at) AS at FROM schedules`);
+  const allSchedules = statement<ScheduleRow>(`SELECT ${SCHEDULE_COLUMNS} FROM schedules ORDER BY next_at, id`);
   const schedulesOf = statement<ScheduleRow>(`SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE destination = ? ORDER BY next_at, id`);
   const getSchedule = statement<ScheduleRow>(`SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE id = ?`);
   // Compare-and-set on next_at: of two runners of the same run, only the first moves it.
@@ -612,6 +613,7 @@ function toolOperations(db: Database.Database) {
     addSchedule,
     dueSchedules: (now: number, limit: number): ScheduleRow[] => dueSchedules.all(now, limit),
     nextScheduleAt: (): number | undefined => nextScheduleAt.get()?.at ?? undefined,
+    allSchedules: (): ScheduleRow[] => allSchedules.all(),
     schedulesOf: (destination: string): ScheduleRow[] => schedulesOf.all(destination),
     getSchedule: (id: string): ScheduleRow | undefined => getSchedule.get(id),
     /** Due again at `nextAt`, or removed when null, if still due at `ranAt`; true when it changed. */
@@ -654,6 +656,7 @@ export const READ_OPERATIONS: ReadonlySet<OperationName> = new Set<OperationName
   'unreportedProcesses',
   'dueSchedules',
   'nextScheduleAt',
+  'allSchedules',
   'schedulesOf',
   'getSchedule',
   'overdueSchedules',

@@ -372,14 +372,13 @@ function scheduleTable(thread: SqliteConnection): ScheduleTable {
     add: (record, caps) => thread.call('addSchedule', toScheduleRow(record), caps),
     due: async (now, limit) => (await thread.call('dueSchedules', now, atLeastZero(limit))).map(toScheduleRecord),
     nextAt: () => thread.call('nextScheduleAt'),
+    all: async () => (await thread.call('allSchedules')).map(toScheduleRecord),
     ofDestination: async (destination) => (await thread.call('schedulesOf', formatDestination(destination))).map(toScheduleRecord),
     get: async (id) => {
       const row = await thread.call('getSchedule', id);
       return row === undefined ? undefined : toScheduleRecord(row);
     },
     advance: (id, ranAt, nextAt) => thread.call('advanceSchedule', id, ranAt, nextAt ?? null),
-    // One gateway holds the data dir's lock: no other runner to race.
-    claimRun: async () => true,
     remove: (id) => thread.call('removeSchedule', id),
     overdue: async (query) => (await thread.call('overdueSchedules', overdueParameters(query))).map(toScheduleState),
   };

@@ -315,6 +315,8 @@ export interface ScheduleTable {
   due(now: number, limit: number): Promise<ScheduleRecord[]>;
   /** When the earliest record is due; undefined when none is scheduled. */
   nextAt(): Promise<number | undefined>;
+  /** Every record, earliest due first (the caps bound how many). */
+  all(): Promise<ScheduleRecord[]>;
   /** The records of one chat and thread, by due time. */
   ofDestination(destination: Destination): Promise<ScheduleRecord[]>;
   get(id: string): Promise<ScheduleRecord | undefined>;
@@ -324,12 +326,6 @@ export interface ScheduleTable {
    * advance it. True when it changed.
    */
   advance(id: string, ranAt: number, nextAt: number | undefined): Promise<boolean>;
-  /**
-   * Claims the run of `id` due at `dueAt` for `forMs`: true for one caller only, across every
-   * instance sharing the store, so one tick runs once; a claimant that dies frees it after
-   * `forMs`. The embedded store, which one gateway owns, grants every claim.
-   */
-  claimRun(id: string, dueAt: number, forMs: number): Promise<boolean>;
   /** True when it existed. */
   remove(id: string): Promise<boolean>;
   /**

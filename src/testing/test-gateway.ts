@@ -34,7 +34,8 @@ export interface TestGatewayOptions {
   readonly slack?: boolean;
   /**
    * `manual`: reminders, cron runs and progress checks wait for `advanceTime()` instead of the
-   * wall clock (deliveries and their retries still run in real time).
+   * wall clock (deliveries and their retries still run in real time). Refused with
+   * THREADLINE_REDIS_URL (TL_CONFIG_INVALID): there BullMQ times reminders and cron runs.
    */
   readonly clock?: 'system' | 'manual';
   /** An OpenAI-compatible endpoint for the LLM agent, e.g. a FakeOpenAI's `baseUrl`. */
@@ -126,6 +127,13 @@ export interface TestGateway {
  * users build on it.
  */
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
+  // BullMQ would time the runs by the wall clock and the tools their due times by this one: two clocks for one job.
+  if (options.clock === 'manual' && (options.env?.['THREADLINE_REDIS_URL'] ?? '').trim() !== '') {
+    throw new ThreadlineError(
+      'TL_CONFIG_INVALID',
+      "clock: 'manual' cannot be used with THREADLINE_REDIS_URL: BullMQ runs reminders and cron jobs by the wall clock; leave the clock to the system",
+    );
+  }
   const telemetry = installTestTelemetry();
   // Before the gateway is built: its instruments bind to the meter provider registered then.
   const metrics = installTestMetrics();

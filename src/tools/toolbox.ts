@@ -1,4 +1,4 @@
-import { createScheduler } from './cron/index.js';
+import { createScheduler, type ScheduleRunnerFactory } from './cron/index.js';
 import { createSendMessage } from './send-message/index.js';
 import { createSkills, type Skills } from './skills/index.js';
 import { createTerminal } from './terminal/index.js';
@@ -16,10 +16,16 @@ export interface Toolbox extends BackgroundWork {
 /** How many history entries a conversation keeps when no model is configured (mirrors still land). */
 const DEFAULT_HISTORY_KEEP = 40;
 
+/** What the toolbox is given beside its services; default: the embedded parts. */
+export interface ToolboxParts {
+  /** Runs reminders and cron jobs: BullMQ's with several instances on Redis; default the Clock's. */
+  readonly schedules?: ScheduleRunnerFactory | undefined;
+}
+
 /** Builds every tool from the gateway's services; start() and stop() run their background work. */
-export function createToolbox(services: ToolServices, config: ToolsConfig): Toolbox {
+export function createToolbox(services: ToolServices, config: ToolsConfig, parts: ToolboxParts = {}): Toolbox {
   const terminal = createTerminal(services, config.terminal);
-  const cron = createScheduler(services, config.cron);
+  const cron = createScheduler(services, config.cron, parts.schedules);
   const skills = createSkills(config.skills, services.logger);
   const all: Tool[] = [
     ...terminal.tools,

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DeliveryReceiver } from '../../src/testing/index.js';
-import { collectOutput, spawnGateway, startGatewayProcess, type StartedGateway } from '../helpers/gateway-process.js';
+import { collectOutput, spawnGateway, type StartedGateway } from '../helpers/gateway-process.js';
+import { sharedInstanceEnv, startInstanceProcess } from '../helpers/instances.js';
 import { otlpAttribute, readOtlpSpans, type OtlpSpan } from '../helpers/otlp-file.js';
 import { startRedisServer, useRedis } from '../helpers/redis.js';
 
@@ -21,10 +22,8 @@ interface Instance extends StartedGateway {
 
 /** One gateway process on the shared Redis, with a data dir (and trace file) of its own. */
 async function startInstance(name: string, shared: Record<string, string>, env: Record<string, string> = {}): Promise<Instance> {
-  const dataDir = mkdtempSync(join(tmpdir(), `threadline-instance-${name}-`));
-  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-  const started = await startGatewayProcess({ ...shared, THREADLINE_DATA_DIR: dataDir, THREADLINE_INSTANCE_ID: name, ...env }, (cleanup) => cleanups.push(cleanup));
-  return { ...started, dataDir, spans: () => readOtlpSpans(join(dataDir, 'traces.jsonl')) };
+  const started = await startInstanceProcess(name, { ...shared, ...env }, cleanups);
+  return { ...started, spans: () => readOtlpSpans(join(started.dataDir, 'traces.jsonl')) };
 }
 
 async function post(url: string, body: object, headers: Record<string, string> = {}): Promise<number> {
@@ -73,9 +72,7 @@ function arrivalOrder(receiver: DeliveryReceiver): Map<string, string[]> {
 
 describe('several gateway instances on one Redis', () => {
   it('A accepts, B runs the turn, C delivers: each chat in order, every span tagged, producer and consumer linked', async () => {
-    const receiver = await DeliveryReceiver.start();
-    cleanups.push(() => receiver.close());
-    const shared = { THREADLINE_REDIS_URL: redis.url, THREADLINE_REDIS_PREFIX: redis.prefix(), THREADLINE_WEBHOOK_DELIVERY_URL: receiver.url };
+    const { receiver, shared } = await sharedInstanceEnv(redis, cleanups);
     const [a, b, c] = await Promise.all([
       startInstance('a', shared, { THREADLINE_WORKERS: 'none' }),
       startInstance('b', shared, { THREADLINE_WORKERS: 'turns' }),
@@ -115,15 +112,10 @@ describe('several gateway instances on one Redis', () => {
   });
 
   it('kill -9 of an instance mid-work: nothing accepted is lost or misrouted, each chat keeps its order', async () => {
-    const receiver = await DeliveryReceiver.start();
-    cleanups.push(() => receiver.close());
-    const shared = {
-      THREADLINE_REDIS_URL: redis.url,
-      THREADLINE_REDIS_PREFIX: redis.prefix(),
-      THREADLINE_WEBHOOK_DELIVERY_URL: receiver.url,
+    const { receiver, shared } = await sharedInstanceEnv(redis, cleanups, {
       // The survivor takes the lost instance's turns and deliveries over within this.
       THREADLINE_INSTANCE_LEASE_MS: '1500',
-    };
+    });
     const [a, b] = await Promise.all([startInstance('a', shared), startInstance('b', shared)]);
     const sending = postInOrder([a.url, b.url], 5, 8);
     await receiver.waitFor(6);

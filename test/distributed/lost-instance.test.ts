@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -8,7 +5,8 @@ import { InstanceHeartbeat } from '../../src/queue/instance-heartbeat.js';
 import { RedisKeys } from '../../src/store/redis/redis-keys.js';
 import { DeliveryReceiver, type ReceivedDelivery } from '../../src/testing/index.js';
 import { until } from '../helpers/gateway.js';
-import { startGatewayProcess, type StartedGateway } from '../helpers/gateway-process.js';
+import type { StartedGateway } from '../helpers/gateway-process.js';
+import { sharedInstanceEnv, startInstanceProcess } from '../helpers/instances.js';
 import { startRedisServer, useRedis } from '../helpers/redis.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -118,23 +116,12 @@ async function deliveryMatching(receiver: DeliveryReceiver, pattern: RegExp, tim
 }
 
 async function startInstance(name: string, env: Record<string, string>): Promise<StartedGateway> {
-  const dataDir = mkdtempSync(join(tmpdir(), `threadline-lost-${name}-`));
-  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-  return startGatewayProcess({ ...env, THREADLINE_DATA_DIR: dataDir, THREADLINE_INSTANCE_ID: name }, (cleanup) => cleanups.push(cleanup));
+  return startInstanceProcess(name, env, cleanups);
 }
 
 describe('two gateway processes on one Redis', () => {
   it('kill -9 of the instance running a background command: its origin chat and thread are told it was lost, once', async () => {
-    const receiver = await DeliveryReceiver.start();
-    cleanups.push(() => receiver.close());
-    const shared = {
-      THREADLINE_REDIS_URL: redis.url,
-      THREADLINE_REDIS_PREFIX: redis.prefix(),
-      THREADLINE_WEBHOOK_DELIVERY_URL: receiver.url,
-      THREADLINE_TERMINAL: '1',
-      THREADLINE_ADMINS: '*',
-      THREADLINE_INSTANCE_LEASE_MS: '1500',
-    };
+    const { receiver, shared } = await sharedInstanceEnv(redis, cleanups, { THREADLINE_TERMINAL: '1', THREADLINE_ADMINS: '*', THREADLINE_INSTANCE_LEASE_MS: '1500' });
     // a runs the turn, so the command runs on a's host; b sends every delivery, so it is left to tell the chat.
     const [a, b] = await Promise.all([startInstance('a', { ...shared, THREADLINE_WORKERS: 'turns' }), startInstance('b', { ...shared, THREADLINE_WORKERS: 'deliveries' })]);
     // Runs until its data dir is removed after the test.

@@ -58,6 +58,7 @@ describe('SqliteStore schedules', () => {
     expect(ids(await store.schedules.due(300, -1))).toEqual([]);
     expect(ids(await store.schedules.ofDestination(chat('a')))).toEqual(['mid', 'late']);
     expect(ids(await store.schedules.ofDestination(chat('a', 't')))).toEqual(['future']);
+    expect(ids(await store.schedules.all())).toEqual(['early', 'mid', 'late', 'future']);
     await store.close();
   });
 

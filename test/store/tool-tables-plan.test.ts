@@ -26,8 +26,8 @@ describe('the tools\' tables', () => {
     const db = openDatabase(':memory:');
     const statements = toolStatements(db);
     expect(statements.length).toBeGreaterThan(15);
-    // Which every row by nature: all processes, and the counts of the total caps (bounded by those caps).
-    const walksByNature = [/FROM processes ORDER BY rowid$/, /^SELECT COUNT\(\*\) AS n FROM (processes|schedules)$/];
+    // Which every row by nature: all processes, all schedules, and the counts of the total caps (bounded by those caps).
+    const walksByNature = [/FROM processes ORDER BY rowid$/, /FROM schedules ORDER BY next_at, id$/, /^SELECT COUNT\(\*\) AS n FROM (processes|schedules)$/];
     const walks = statements
       .filter((sql) => !walksByNature.some((pattern) => pattern.test(sql)))
       .flatMap((sql) => planOf(db, sql).filter((detail) => /^SCAN (processes|schedules|history)\b/.test(detail)).map((detail) => `${detail}: ${sql}`));

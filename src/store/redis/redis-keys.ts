@@ -28,6 +28,11 @@ export class RedisKeys {
     return `deliveries-${index}`;
   }
 
+  /** The queue of reminders' and cron jobs' runs: one job scheduler per cron job, one delayed job per due run. */
+  get schedulesQueue(): string {
+    return 'schedules';
+  }
+
   /** Hash: destination (formatDestination) → deliveries recorded and not yet done or failed. */
   get openDeliveries(): string {
     return this.key('outbox', 'open');

@@ -19,6 +19,7 @@ export function redisScheduleTable(redis: Redis, keys: RedisKeys): ScheduleTable
     add: (record, caps) => records.add(record.id, toFields(record), caps, record.nextAt),
     due: async (now, limit) => (await records.upTo(now, limit)).map(({ id, fields }) => toScheduleRecord(id, fields)),
     nextAt: () => records.lowestScore(),
+    all: async () => (await records.every()).map(({ id, fields }) => toScheduleRecord(id, fields)),
     ofDestination: async (destination) =>
       (await records.ofDestination(formatDestination(destination))).map(({ id, fields }) => toScheduleRecord(id, fields)),
     get: async (id) => {
@@ -26,7 +27,6 @@ export function redisScheduleTable(redis: Redis, keys: RedisKeys): ScheduleTable
       return fields === undefined ? undefined : toScheduleRecord(id, fields);
     },
     advance: (id, ranAt, nextAt) => records.advance(id, 'next_at', ranAt, nextAt),
-    claimRun: async (id, dueAt, forMs) => (await guarded(redis.set(keys.key('schedules', 'run', id, String(dueAt)), '1', 'PX', forMs, 'NX'))) === 'OK',
     remove: (id) => records.remove(id),
     overdue: async (query) => {
       const filter = chatFilterOf(query);

@@ -5,6 +5,7 @@ import type { ScheduleRecord } from '../../store/store.js';
 import type { CronConfig } from '../tools-config.js';
 import type { ToolServices } from '../tool-services.js';
 import { shortIdOf } from '../call-key.js';
+import type { CronToolContext } from './cron-tool-context.js';
 import { newScheduleId } from './schedule-id.js';
 
 /** Fresh ids tried before giving up: with 60 million ids, a second try is already rare. */
@@ -22,11 +23,33 @@ export interface JobSpec {
 }
 
 /**
+ * Stores a job whose origin is the active context (storeJob), then has the runner arrange its
+ * runs. When the runner cannot, a job this call stored is taken out of the store again and the
+ * call fails: a stored job that never runs would still be listed and counted against the caps.
+ */
+export async function addJob(context: CronToolContext, spec: JobSpec, callKey?: string): Promise<ScheduleRecord> {
+  const { record, created } = await storeJob(context.services, context.config, spec, callKey);
+  try {
+    await context.scheduler.added(record);
+  } catch (error) {
+    // A replayed call's job was stored, and confirmed, by the call it replays: it stays, for the next reconcile.
+    if (created) {
+      await context.services.store.schedules.remove(record.id).catch((cleanup: unknown) => {
+        context.services.logger.warn({ schedule: record.id, err: cleanup }, 'a job that could not be scheduled stays stored; the next reconcile schedules it');
+      });
+    }
+    throw error;
+  }
+  return record;
+}
+
+/**
  * Stores a job whose origin is the active context: its routing captured in the execute_tool
  * span (each run's link) and its chat and thread (the per-chat cap, list and remove). Throws
- * TL_TOOL_LIMIT when the chat or the gateway has as many jobs as its cap allows.
+ * TL_TOOL_LIMIT when the chat or the gateway has as many jobs as its cap allows. `created` is
+ * false when a replayed call finds the job its first run stored.
  */
-export async function addJob(services: ToolServices, config: CronConfig, spec: JobSpec, callKey?: string): Promise<ScheduleRecord> {
+async function storeJob(services: ToolServices, config: CronConfig, spec: JobSpec, callKey?: string): Promise<{ record: ScheduleRecord; created: boolean }> {
   const origin = captureRouting();
   const destination = destinationOf(requireSession());
   const { schedules } = services.store;
@@ -34,7 +57,9 @@ export async function addJob(services: ToolServices, config: CronConfig, spec: J
   if (keyed !== undefined) {
     const existing = await schedules.get(keyed);
     // This call ran before its turn was cut short: the job was stored then, not again now.
-    if (existing !== undefined && existing.text === spec.text && existing.origin.session.sessionId === origin.session.sessionId) return existing;
+    if (existing !== undefined && existing.text === spec.text && existing.origin.session.sessionId === origin.session.sessionId) {
+      return { record: existing, created: false };
+    }
   }
   for (let attempt = 0; attempt < ID_ATTEMPTS; attempt++) {
     const id = attempt === 0 && keyed !== undefined ? keyed : newScheduleId();
@@ -51,7 +76,7 @@ export async function addJob(services: ToolServices, config: CronConfig, spec: J
       createdAt: services.clock.now(),
     };
     const outcome = await schedules.add(record, { maxPerDestination: config.maxPerChat, maxTotal: config.maxTotal });
-    if (outcome.status === 'added') return record;
+    if (outcome.status === 'added') return { record, created: true };
     // Another call took the same new id between the check and the insert: try another.
     if (outcome.status === 'taken') continue;
     throw new ThreadlineError('TL_TOOL_LIMIT', limitMessage(outcome.scope, outcome.open, config));

@@ -1,34 +1,19 @@
-import { parseTarget } from '../../deliveries/target.js';
-import { messageOf } from '../../errors.js';
 import { runDetached } from '../../session/index.js';
 import type { ScheduleRecord } from '../../store/store.js';
-import { deliverLater } from '../deliver-later.js';
-import { isTransientFailure } from '../delivery-failure.js';
-import type { BackgroundWork, ToolServices } from '../tool-services.js';
-import { parseCron } from './cron-expression.js';
+import type { ToolServices } from '../tool-services.js';
+import { CRON_RETRY_MS, runSchedule } from './run-schedule.js';
+import type { ScheduleRunner } from './schedule-runner.js';
 
 /** Jobs read from the store at a time: memory stays bounded however many are due. */
 const DUE_BATCH = 100;
-/** After a failure worth retrying (the store, a delivery refused for now), the next try. */
-export const CRON_RETRY_MS = 10_000;
-/**
- * How long a claimed run is this scheduler's alone: shorter than the retry, so a run that
- * failed for now is claimed again by whichever scheduler tries next.
- */
-const RUN_CLAIM_MS = CRON_RETRY_MS / 2;
-/** With several instances on one store: how late a job another instance added may be seen here. */
-const SHARED_STORE_POLL_MS = 5_000;
-/** Longest text a notice repeats: with its preamble it stays one chat message. */
-const NOTICE_TEXT_CHARS = 3500;
 
 /**
- * Runs reminders and cron jobs when they fall due: one Clock timer armed for the earliest
- * job in the store. Each run delivers in a new trace linked to the span that created the
- * job, with its origin session entered, under the delivery id `cron:<id>:<dueAt>` so a run
- * retried after a crash is recorded once. A job due while the gateway was down runs once at
- * start, then continues from now.
+ * Runs reminders and cron jobs of one gateway when they fall due: one Clock timer armed for
+ * the earliest job in the store, each run as runSchedule makes it. A job due while the gateway
+ * was down runs once at start, then continues from now. The store is this gateway's alone:
+ * with several instances on Redis, BullMQ runs the jobs instead (RedisScheduleRunner).
  */
-export class CronScheduler implements BackgroundWork {
+export class CronScheduler implements ScheduleRunner {
   private started = false;
   private timer: { readonly at: number; readonly cancel: () => void } | undefined;
   private ticking: Promise<void> | undefined;
@@ -52,8 +37,16 @@ export class CronScheduler implements BackgroundWork {
     await this.ticking;
   }
 
-  /** A job was added, due at `at`: moves the timer earlier when it is. */
-  wake(at: number): void {
+  /** Moves the timer earlier when the new job is due sooner. */
+  async added(record: ScheduleRecord): Promise<void> {
+    this.wake(record.nextAt);
+  }
+
+  /** Nothing to do: the timer finds the store without the job. */
+  async removed(): Promise<void> {}
+
+  /** A job is due at `at`: moves the timer earlier when it is. */
+  private wake(at: number): void {
     if (!this.started) return;
     if (this.ticking !== undefined) {
       this.rerun = true;
@@ -101,8 +94,6 @@ export class CronScheduler implements BackgroundWork {
       }
       if (!this.started) return;
       if (this.rerun) continue;
-      // Sharing the store with other instances, whose new jobs wake only their own scheduler: look again soon.
-      if (this.services.instance !== undefined) wakeAt = Math.min(wakeAt ?? Number.POSITIVE_INFINITY, this.services.clock.now() + SHARED_STORE_POLL_MS);
       if (wakeAt !== undefined) this.arm(wakeAt);
       return;
     }
@@ -121,7 +112,7 @@ export class CronScheduler implements BackgroundWork {
           if (!this.started) return undefined;
           // A job still due after its run (advanced by nobody) waits for the retry, not a busy loop.
           if (seen.has(job.id)) retry = true;
-          else if (!(await this.run(job, now))) retry = true;
+          else if (!(await runSchedule(this.services, job, now))) retry = true;
           seen.add(job.id);
         }
         if (retry || jobs.length < DUE_BATCH) break;
@@ -133,62 +124,5 @@ export class CronScheduler implements BackgroundWork {
     const next = await schedules.nextAt();
     // What is still due failed for now: tried again after a pause, not at once.
     return next !== undefined && next <= now && retry ? now + CRON_RETRY_MS : next;
-  }
-
-  /** One run of `job`; false when it is left due to be tried again. */
-  private async run(job: ScheduleRecord, now: number): Promise<boolean> {
-    const { logger } = this.services;
-    const log = { schedule: job.id, target: job.target, dueAt: new Date(job.nextAt).toISOString() };
-    // Another instance sharing the store runs this tick: it stays due here until that one advances it.
-    if (!(await this.services.store.schedules.claimRun(job.id, job.nextAt, RUN_CLAIM_MS))) return false;
-    try {
-      await deliverLater(this.services.deliverer, job.origin, 'cron.run', {
-        id: `cron:${job.id}:${job.nextAt}`,
-        kind: 'cron',
-        text: job.text,
-        target: parseTarget(job.target),
-      });
-    } catch (error) {
-      if (isTransientFailure(error)) {
-        logger.warn({ ...log, err: error }, `a scheduled run could not be delivered for now; retrying in ${CRON_RETRY_MS / 1000}s`);
-        return false;
-      }
-      logger.warn({ ...log, err: error }, 'a scheduled run could not reach its target; telling its origin');
-      if (!(await this.notice(job, error))) return false;
-    }
-    await this.services.store.schedules.advance(job.id, job.nextAt, this.nextRun(job, now));
-    return true;
-  }
-
-  /** Tells the job's origin that a run could not reach its target; false when that is worth retrying. */
-  private async notice(job: ScheduleRecord, failure: unknown): Promise<boolean> {
-    const what = job.cron === undefined ? `Reminder ${job.id}` : `Scheduled job ${job.id}`;
-    const then = job.cron === undefined ? '' : ' It stays scheduled.';
-    const text = job.text.length > NOTICE_TEXT_CHARS ? `${job.text.slice(0, NOTICE_TEXT_CHARS)}…` : job.text;
-    try {
-      await deliverLater(this.services.deliverer, job.origin, 'cron.notice', {
-        id: `cron:${job.id}:${job.nextAt}:notice`,
-        kind: 'cron',
-        text: `${what} could not be delivered to ${job.target}: ${messageOf(failure)}.${then} Its text:\n${text}`,
-      });
-      return true;
-    } catch (error) {
-      if (isTransientFailure(error)) return false;
-      this.services.logger.error({ schedule: job.id, err: error }, 'the origin of a scheduled run cannot be told either; this run is skipped');
-      return true;
-    }
-  }
-
-  /** The run after `now`; undefined for a one-shot, or for an expression that no longer parses (logged). */
-  private nextRun(job: ScheduleRecord, now: number): number | undefined {
-    if (job.cron === undefined) return undefined;
-    try {
-      const next = parseCron(job.cron, job.timezone).nextAfter(now);
-      if (next === undefined) this.services.logger.info({ schedule: job.id }, 'a cron job will not run again; removed');
-      return next;
-    } catch (error) {
-      this.services.logger.error({ schedule: job.id, err: error }, 'a stored cron expression no longer parses; the job is removed');
-      return undefined;
-    }
   }
 }

@@ -1,24 +1,34 @@
 import type { Tool } from '../tool.js';
-import type { BackgroundWork, ToolServices } from '../tool-services.js';
+import type { ToolServices } from '../tool-services.js';
 import type { CronConfig } from '../tools-config.js';
 import { CronScheduler } from './cron-scheduler.js';
 import { listSchedulesTool } from './list-schedules-tool.js';
 import { remindTool } from './remind-tool.js';
 import { removeScheduleTool } from './remove-schedule-tool.js';
+import type { ScheduleRunner } from './schedule-runner.js';
 import { scheduleTool } from './schedule-tool.js';
 
-export { CronScheduler, CRON_RETRY_MS } from './cron-scheduler.js';
+export { CronScheduler } from './cron-scheduler.js';
+export { CRON_RETRY_MS, runSchedule, type ParseCron } from './run-schedule.js';
+export type { ScheduleRunner } from './schedule-runner.js';
 export { parseDelay, MIN_DELAY_MS, MAX_DELAY_MS } from './parse-delay.js';
 export { parseCron, checkTimezone, type CronSchedule } from './cron-expression.js';
 export { MAX_JOB_TEXT_CHARS } from './job-text.js';
 
+/** Makes the runner of a gateway's schedules from its tools' services. */
+export type ScheduleRunnerFactory = (services: ToolServices) => ScheduleRunner;
+
 /**
  * Reminders and cron jobs: the tools `remind` (anyone), `schedule` and `remove_schedule`
- * (admins) and `list_schedules`, and the scheduler that runs the jobs, to be started and
- * stopped with the gateway.
+ * (admins) and `list_schedules`, and the runner of the jobs, to be started and stopped with
+ * the gateway: `runner`'s (BullMQ with several instances on Redis), else the Clock's.
  */
-export function createScheduler(services: ToolServices, config: CronConfig): { tools: Tool[]; scheduler: BackgroundWork } {
-  const scheduler = new CronScheduler(services);
+export function createScheduler(
+  services: ToolServices,
+  config: CronConfig,
+  runner: ScheduleRunnerFactory = (shared) => new CronScheduler(shared),
+): { tools: Tool[]; scheduler: ScheduleRunner } {
+  const scheduler = runner(services);
   const context = { services, config, scheduler };
   return {
     tools: [remindTool(context), scheduleTool(context), listSchedulesTool(context), removeScheduleTool(context)],

@@ -24,8 +24,7 @@ export function remindTool(context: CronToolContext): Tool {
       const text = checkJobText(args['text'] as string);
       const delay = args['delay'] as string;
       const nextAt = context.services.clock.now() + parseDelay(delay);
-      const job = await addJob(context.services, context.config, { text, target: 'origin', nextAt }, call.idempotencyKey);
-      context.scheduler.wake(job.nextAt);
+      const job = await addJob(context, { text, target: 'origin', nextAt }, call.idempotencyKey);
       return { text: `Reminder ${job.id} set for ${new Date(job.nextAt).toISOString()} (in ${delay.trim()}).` };
     },
   };

@@ -22,6 +22,7 @@ export function removeScheduleTool(context: CronToolContext): Tool {
       if (job === undefined || formatDestination(job.destination) !== here || !(await schedules.remove(id))) {
         throw new ThreadlineError('TL_TOOL_INPUT', `No job "${id.slice(0, 40)}" in this chat; list_schedules shows this chat's jobs`);
       }
+      await context.scheduler.removed(job);
       return { text: `Removed ${job.cron === undefined ? 'reminder' : 'cron job'} ${id}.` };
     },
   };

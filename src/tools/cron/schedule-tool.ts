@@ -33,7 +33,7 @@ export function scheduleTool(context: CronToolContext): Tool {
     parameters,
     adminOnly: true,
     async run(args, call) {
-      const { services, config, scheduler } = context;
+      const { services } = context;
       const cron = args['cron'] as string | undefined;
       const delay = args['delay'] as string | undefined;
       if ((cron === undefined) === (delay === undefined)) {
@@ -47,11 +47,10 @@ export function scheduleTool(context: CronToolContext): Tool {
       if (cron === undefined) {
         // A time zone only means something to a cron expression: with a delay it is a mistake worth saying.
         if (timezone !== undefined) throw new ThreadlineError('TL_TOOL_INPUT', 'timezone goes with cron; a delay counts from now in any zone');
-        job = await addJob(services, config, { text, target, nextAt: now + parseDelay(delay!) }, call.idempotencyKey);
+        job = await addJob(context, { text, target, nextAt: now + parseDelay(delay!) }, call.idempotencyKey);
       } else {
         job = await addCronJob(context, cron.trim(), timezone, text, target, now, call.idempotencyKey);
       }
-      scheduler.wake(job.nextAt);
       const kind = job.cron === undefined ? 'One-shot' : `Cron job "${job.cron}" (${job.timezone ?? DEFAULT_TIMEZONE})`;
       return { text: `${kind} ${job.id} scheduled to ${job.target}; next run ${new Date(job.nextAt).toISOString()}.` };
     },
@@ -71,5 +70,5 @@ async function addCronJob(
   const timezone = zone === undefined ? undefined : checkTimezone(zone);
   const nextAt = parseCron(cron, timezone).nextAfter(now);
   if (nextAt === undefined) throw new ThreadlineError('TL_TOOL_INPUT', `"${cron.slice(0, 80)}" never runs again; check its date fields`);
-  return addJob(context.services, context.config, { text, target, cron, timezone: timezone === DEFAULT_TIMEZONE ? undefined : timezone, nextAt }, callKey);
+  return addJob(context, { text, target, cron, timezone: timezone === DEFAULT_TIMEZONE ? undefined : timezone, nextAt }, callKey);
 }

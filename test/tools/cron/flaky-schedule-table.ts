@@ -16,10 +16,10 @@ export class FlakyScheduleTable implements ScheduleTable {
   due: ScheduleTable['due'] = (...args) => this.call(() => this.inner.due(...args));
   overdue: ScheduleTable['overdue'] = (...args) => this.call(() => this.inner.overdue(...args));
   nextAt: ScheduleTable['nextAt'] = () => this.call(() => this.inner.nextAt());
+  all: ScheduleTable['all'] = () => this.call(() => this.inner.all());
   ofDestination: ScheduleTable['ofDestination'] = (...args) => this.call(() => this.inner.ofDestination(...args));
   get: ScheduleTable['get'] = (...args) => this.call(() => this.inner.get(...args));
   advance: ScheduleTable['advance'] = (...args) => this.call(() => this.inner.advance(...args));
-  claimRun: ScheduleTable['claimRun'] = (...args) => this.call(() => this.inner.claimRun(...args));
   remove: ScheduleTable['remove'] = (...args) => this.call(() => this.inner.remove(...args));
 
   private async call<T>(fn: () => Promise<T>): Promise<T> {

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_JOB_TEXT_CHARS } from '../../../src/tools/cron/index.js';
+import { ThreadlineError } from '../../../src/errors.js';
+import { withSession } from '../../../src/session/index.js';
+import { MAX_JOB_TEXT_CHARS, createScheduler, type ScheduleRunner } from '../../../src/tools/cron/index.js';
+import { executeTool } from '../../../src/tools/execute-tool.js';
 import { assertThreadlineError, rejectionOf } from '../../helpers/errors.js';
 import { FULL_SESSION, sessionInput } from '../../helpers/sessions.js';
 import { START, idIn, useCronHarness } from './cron-harness.js';
@@ -127,6 +130,56 @@ describe('listing and removing', () => {
     expect((await call('remove_schedule', { id })).text).toBe(`Removed cron job ${id}.`);
     expect(await schedules.get(id)).toBeUndefined();
     assertThreadlineError(await rejectionOf(call('remove_schedule', { id })), 'TL_TOOL_INPUT');
+  });
+
+  it('tells the runner of each job added and removed; a job it cannot schedule is taken out again and the call fails', async () => {
+    const harness = await cronHarness({ maxPerChat: 1 });
+    const told: string[] = [];
+    let refuse = false;
+    const runner: ScheduleRunner = {
+      start: async () => {},
+      stop: async () => {},
+      added: async (record) => {
+        if (refuse) throw new ThreadlineError('TL_REDIS_UNAVAILABLE', 'Redis failed a command');
+        told.push(`added ${record.id} ${record.nextAt}`);
+      },
+      removed: async (record) => {
+        told.push(`removed ${record.id}`);
+      },
+    };
+    harness.tools = new Map(createScheduler(harness.services, harness.config, () => runner).tools.map((tool) => [tool.name, tool]));
+    const id = idIn(await harness.call('remind', { delay: '1m', text: 'x' }));
+    await harness.call('remove_schedule', { id });
+    expect(told).toEqual([`added ${id} ${START + 60_000}`, `removed ${id}`]);
+    refuse = true;
+    assertThreadlineError(await rejectionOf(harness.call('schedule', { cron: '0 * * * *', text: 'y' })), 'TL_REDIS_UNAVAILABLE');
+    expect((await harness.call('list_schedules', {})).text).toBe('No reminders or cron jobs in this chat.');
+    // Not counted against the cap of one either.
+    refuse = false;
+    await expect(harness.call('remind', { delay: '1m', text: 'z' })).resolves.toBeDefined();
+  });
+
+  it('keeps the job of a replayed call when the runner then fails: the call it replays stored it, and said so', async () => {
+    const harness = await cronHarness();
+    let refuse = false;
+    const runner: ScheduleRunner = {
+      start: async () => {},
+      stop: async () => {},
+      added: async () => {
+        if (refuse) throw new ThreadlineError('TL_REDIS_UNAVAILABLE', 'Redis failed a command');
+      },
+      removed: async () => {},
+    };
+    harness.tools = new Map(createScheduler(harness.services, harness.config, () => runner).tools.map((tool) => [tool.name, tool]));
+    // The same tool call of a turn run again after a restart: the same idempotency key.
+    const remind = () =>
+      withSession(FULL_SESSION, () =>
+        executeTool(harness.tools.get('remind')!, { delay: '10m', text: 'stand up' }, { signal: new AbortController().signal, authorize: async () => true, idempotencyKey: 'turn-1:0' }),
+      );
+    const id = idIn(await remind());
+    refuse = true;
+    assertThreadlineError(await rejectionOf(remind()), 'TL_REDIS_UNAVAILABLE');
+    expect(await harness.schedules.get(id)).toMatchObject({ id, text: 'stand up', nextAt: START + 10 * 60_000 });
   });
 
   it('marks schedule and remove_schedule for admins, remind and list_schedules for everyone', async () => {
