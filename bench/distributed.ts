@@ -32,7 +32,13 @@ const rotate = <T>(items: readonly T[], by: number): T[] => items.map((_, i) => 
 const fixed = (value: number, digits: number) => value.toFixed(digits);
 
 const sink = await startReplySink();
-const configurations = await startConfigurations({ deliveryUrl: `${sink.url}/deliveries`, dist: DIST, telemetry: TELEMETRY, redisAppendonly: REDIS_AOF });
+const configurations = await startConfigurations({
+  deliveryUrl: `${sink.url}/deliveries`,
+  dist: DIST,
+  telemetry: TELEMETRY,
+  redisAppendonly: REDIS_AOF,
+  cpuProfileDir: process.env['BENCH_CPU_PROF_DIR'],
+});
 
 console.log(
   `node ${process.version} · ${cpus()[0]?.model ?? 'unknown CPU'} ×${cpus().length} · load average ${loadavg()[0]!.toFixed(1)} · ` +

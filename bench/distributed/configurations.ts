@@ -25,6 +25,8 @@ export interface ConfigurationOptions {
   /** false: OTEL_SDK_DISABLED; true: as `npm start` has it, spans to the trace file. */
   readonly telemetry: boolean;
   readonly redisAppendonly: boolean;
+  /** BENCH_CPU_PROF_DIR: each gateway writes a V8 CPU profile there (`--cpu-prof`) when it stops. */
+  readonly cpuProfileDir?: string | undefined;
 }
 
 function gatewaySpec(name: string, options: ConfigurationOptions, env: Readonly<Record<string, string>>): ServerSpec {
@@ -32,7 +34,12 @@ function gatewaySpec(name: string, options: ConfigurationOptions, env: Readonly<
   return {
     name,
     label: name,
-    args: ['--import', join(dist, 'telemetry/register.js'), join(dist, 'cli/main.js')],
+    args: [
+      ...(options.cpuProfileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${resolve(options.cpuProfileDir, name)}`]),
+      '--import',
+      join(dist, 'telemetry/register.js'),
+      join(dist, 'cli/main.js'),
+    ],
     env: {
       THREADLINE_WEBHOOK_DELIVERY_URL: options.deliveryUrl,
       THREADLINE_LOG_LEVEL: 'warn',

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { RedisKeys } from '../store/redis/redis-keys.js';
+import { luaScript, type LuaScript } from '../store/redis/redis-scripts.js';
 
 /** Where a recorded delivery stands, as its marker says. */
 export type MarkerState = 'open' | 'done' | 'failed';
@@ -41,10 +42,14 @@ return {1, current}
  * for as long as the job is kept, and keeps the open-delivery counters (RedisKeys) exact.
  */
 export class OutboxMarkers {
+  private readonly moveScript: LuaScript;
+
   constructor(
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
-  ) {}
+  ) {
+    this.moveScript = luaScript(redis, 'threadlineOutboxMarkerMove', MOVE);
+  }
 
   /** The marker key of the job `jobId`. */
   key(jobId: string): string {
@@ -81,7 +86,7 @@ export class OutboxMarkers {
   }
 
   private async run(jobId: string, args: string[]): Promise<[boolean, string]> {
-    const answer = (await this.redis.eval(MOVE, 3, this.key(jobId), this.keys.openDeliveries, this.keys.openDeliveriesTotal, ...args)) as [number, string];
+    const answer = (await this.moveScript([this.key(jobId), this.keys.openDeliveries, this.keys.openDeliveriesTotal], args)) as [number, string];
     return [answer[0] === 1, answer[1]];
   }
 }
