@@ -1,9 +1,10 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
- * Files whose timing is their subject or that start gateway processes of their own (signals,
- * instances killed mid-work, torture runs, many sessions): one at a time, after the rest, so no
- * other file competes with them for the CPU.
+ * Files that measure time against short leases or tick gaps, or drive many gateway processes at
+ * once (instances killed mid-work, signals under load, torture runs, many sessions): one at a
+ * time, after the rest, so no other file competes with them for the CPU. Files that merely start
+ * a gateway process and wait for it with generous timeouts run two at a time.
  */
 const ALONE = [
   'test/process/**/*.test.ts',
@@ -12,6 +13,7 @@ const ALONE = [
   'test/gateway/process.test.ts',
   'test/session/torture/processes.test.ts',
   'test/tools/many-sessions*.test.ts',
+  'test/queue/redis-schedule-runner.test.ts',
 ];
 
 const shared = {
@@ -24,7 +26,7 @@ export default defineConfig({
   test: {
     projects: [
       // Two files at a time: most of a file's time is loading modules and waiting on I/O.
-      { test: { ...shared, name: 'unit', include: ['test/**/*.test.ts'], exclude: ALONE, maxWorkers: 2, sequence: { groupOrder: 0 } } },
+      { test: { ...shared, name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...ALONE], maxWorkers: 2, sequence: { groupOrder: 0 } } },
       { test: { ...shared, name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 1 } } },
     ],
   },

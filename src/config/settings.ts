@@ -160,7 +160,7 @@ export const SETTINGS = {
     group: 'redis',
     default: 'turns,deliveries',
     format: '`turns,deliveries`, `turns`, `deliveries` or `none`',
-    description: 'the queues this instance works: it runs turns, sends deliveries, both or neither; every instance accepts messages whatever this says',
+    description: 'the queues this instance works: it runs turns (and the runs of cron jobs and reminders), sends deliveries, both or neither; every instance accepts messages and schedules jobs whatever this says',
   },
   THREADLINE_INSTANCE_ID: {
     kind: 'text',
@@ -178,7 +178,7 @@ export const SETTINGS = {
     min: 1_000,
     max: 600_000,
     description:
-      'how long a turn or a delivery held by an instance that stopped answering (killed, cut off) waits before another instance takes it over; an instance renews its leases several times within it. Its heartbeat lasts as long: once it has lapsed, another instance tells the chats of its background commands they were lost with it, and takes over Telegram long polling',
+      'how long a turn or a delivery held by an instance that stopped answering (killed, cut off) waits before another instance takes it over; an instance renews its leases several times within it. Its heartbeat lasts as long: once it has lapsed, another instance tells the chats of its background commands they were lost with it, and takes over Telegram long polling. A cron or reminder run is held as long, and the instance holding the schedules lease matches the schedules queue to the stored jobs once every lease',
   },
 
   // Webhook platform

@@ -2,7 +2,7 @@ import type { Worker, WorkerOptions } from 'bullmq';
 import type { Logger } from 'pino';
 import { redisFailure } from '../store/redis/redis-connection.js';
 
-/** How a worker's jobs follow the instance lease (THREADLINE_INSTANCE_LEASE_MS); BullMQ's defaults (30 s) when unset. */
+/** How a worker's jobs follow the instance lease (THREADLINE_INSTANCE_LEASE_MS); BullMQ.s defaults when unset. */
 export interface LeaseTimings {
   /** How long a running job's lock lasts unrenewed: a lost instance's job runs elsewhere after it. */
   readonly lockDurationMs?: number | undefined;

@@ -60,6 +60,7 @@ export class RedisScheduleRunner implements ScheduleRunner {
   /** Counts starts and stops: a start that a stop overtook starts nothing more. */
   private generation = 0;
   private starting: Promise<void> | undefined;
+  private stopping: Promise<void> | undefined;
   private lease: Lease | undefined;
   private leading = false;
   private reconcileTimer: NodeJS.Timeout | undefined;
@@ -91,12 +92,22 @@ export class RedisScheduleRunner implements ScheduleRunner {
   start(): Promise<void> {
     if (this.started) return this.starting ?? Promise.resolve();
     this.started = true;
-    this.starting = this.begin(++this.generation);
+    const generation = ++this.generation;
+    // After a stop under way: it must not close what this start opens.
+    this.starting = (this.stopping ?? Promise.resolve()).then(() => this.begin(generation));
     return this.starting;
   }
 
   /** Closes the worker once its runs under way end; the jobs wait in Redis for any instance. */
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
+    const stopping = this.end().finally(() => {
+      if (this.stopping === stopping) this.stopping = undefined;
+    });
+    this.stopping = stopping;
+    return stopping;
+  }
+
+  private async end(): Promise<void> {
     this.started = false;
     this.generation++;
     // A start under way is let finish its reconcile, and starts nothing after it.
@@ -111,10 +122,13 @@ export class RedisScheduleRunner implements ScheduleRunner {
     await this.reconciling;
     const worker = this.worker;
     this.worker = undefined;
-    await worker?.close();
     const queue = this.queueInstance;
     this.queueInstance = undefined;
-    await queue?.close();
+    try {
+      await worker?.close();
+    } finally {
+      await queue?.close();
+    }
   }
 
   async added(record: ScheduleRecord): Promise<void> {
@@ -296,8 +310,12 @@ export class RedisScheduleRunner implements ScheduleRunner {
     const own = record.nextAt === dueAt;
     // An earlier run still due is its own job's to run: both would deliver it.
     if (!own && (await this.hasRunJob(record))) return;
+    if (await runSchedule(this.options.services, record, now, this.parse)) return;
     // Only the run's own job tries again: every later tick retrying it too would add a job per tick.
-    if (!(await runSchedule(this.options.services, record, now, this.parse)) && own) throw new RunLater(`the run of ${record.id} is tried again`);
+    if (own) throw new RunLater(`the run of ${record.id} is tried again`);
+    // A catch-up refused for now gets a job of its own, tried after the pause rather than at the next tick.
+    const data: ScheduleJobData = { id: record.id, dueAt: record.nextAt };
+    await this.queue.add('run', data, { ...this.jobOptions, jobId: dueJobId(record.id, record.nextAt), delay: this.options.retryMs ?? CRON_RETRY_MS });
   }
 
   /** Whether the run due at the record's nextAt has a job of its own still to run. */

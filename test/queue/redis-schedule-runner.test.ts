@@ -333,6 +333,24 @@ describe('the BullMQ schedule runner', () => {
     expect(await a.services.store.schedules.get(id)).toBeUndefined();
   });
 
+  it('a catch-up run (a later job running a run still due) refused for now gets a job of its own, tried after the pause', async () => {
+    const { keys } = openStore();
+    const outbox = new SharedOutbox();
+    let refused = 0;
+    outbox.failWith = () => (refused++ < 1 ? new ThreadlineError('TL_STORE_FAILED', 'the outbox could not record it') : undefined);
+    const a = makeRunner('a', keys, outbox, { retryMs: 300 });
+    await a.runner.start();
+    const now = Date.now();
+    // Stored without its job (as after a failed add), a year between ticks: only the catch-up can run it.
+    const record = cronRecord('ccatch', '0 0 1 1 *', now - 60_000);
+    await a.services.store.schedules.add(record, CAPS);
+    const queue = schedulesQueue(keys);
+    await queue.add('run', { id: record.id, dueAt: now }, { jobId: `due:${record.id}:${now}` });
+    await until(() => outbox.recorded.size === 1, 15_000);
+    expect(refused).toBe(2);
+    expect(outbox.handed.map((handed) => handed.request.id)).toEqual([`cron:${record.id}:${record.nextAt}`]);
+  });
+
   it('a run whose instance is killed (SIGKILL) in the middle runs on another instance once its lock lapses', async () => {
     const { keys } = openStore();
     const outbox = new SharedOutbox();
