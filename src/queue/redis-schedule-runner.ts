@@ -260,9 +260,14 @@ export class RedisScheduleRunner implements ScheduleRunner {
   /** Adds the job of the run due at the record's nextAt unless one is still to run it (asked first: adding it again logs a duplicate in Redis); true when added. */
   private async addRunUnlessPending(record: ScheduleRecord, now: number): Promise<boolean> {
     if (await this.hasRunJob(record)) return false;
-    const data: ScheduleJobData = { id: record.id, dueAt: record.nextAt };
-    await this.queue.add('run', data, { ...this.jobOptions, jobId: dueJobId(record.id, record.nextAt), delay: Math.max(0, record.nextAt - now) });
+    await this.addRun(record, Math.max(0, record.nextAt - now));
     return true;
+  }
+
+  /** Adds the job of the run due at the record's nextAt, to run in `delayMs`; a second add of it is a no-op. */
+  private async addRun(record: ScheduleRecord, delayMs: number): Promise<void> {
+    const data: ScheduleJobData = { id: record.id, dueAt: record.nextAt };
+    await this.queue.add('run', data, { ...this.jobOptions, jobId: dueJobId(record.id, record.nextAt), delay: delayMs });
   }
 
   /** Whether job `jobId` is still to run, or running. */
@@ -314,8 +319,7 @@ export class RedisScheduleRunner implements ScheduleRunner {
     // Only the run's own job tries again: every later tick retrying it too would add a job per tick.
     if (own) throw new RunLater(`the run of ${record.id} is tried again`);
     // A catch-up refused for now gets a job of its own, tried after the pause rather than at the next tick.
-    const data: ScheduleJobData = { id: record.id, dueAt: record.nextAt };
-    await this.queue.add('run', data, { ...this.jobOptions, jobId: dueJobId(record.id, record.nextAt), delay: this.options.retryMs ?? CRON_RETRY_MS });
+    await this.addRun(record, this.options.retryMs ?? CRON_RETRY_MS);
   }
 
   /** Whether the run due at the record's nextAt has a job of its own still to run. */

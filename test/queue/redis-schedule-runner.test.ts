@@ -134,6 +134,13 @@ function makeRunner(name: string, keys: RedisKeys, outbox: SharedOutbox, options
   };
 }
 
+/** Runners a and b on `keys`, as two instances sharing one Redis, both started. */
+async function startedPair(keys: RedisKeys, outbox: SharedOutbox): Promise<[TestRunner, TestRunner]> {
+  const pair: [TestRunner, TestRunner] = [makeRunner('a', keys, outbox), makeRunner('b', keys, outbox)];
+  for (const made of pair) await made.runner.start();
+  return pair;
+}
+
 /** A record as the schedule tool stores it, created in FULL_SESSION inside an `execute_tool schedule` span. */
 function cronRecord(id: string, cron: string | undefined, nextAt: number): ScheduleRecord {
   return withSession(FULL_SESSION, () =>
@@ -170,10 +177,7 @@ describe('the BullMQ schedule runner', () => {
   it('runs a reminder once after its delay, in a new trace linked to the span that set it, then forgets it', async () => {
     const { keys } = openStore();
     const outbox = new SharedOutbox();
-    const a = makeRunner('a', keys, outbox);
-    const b = makeRunner('b', keys, outbox);
-    await a.runner.start();
-    await b.runner.start();
+    const [a, b] = await startedPair(keys, outbox);
     const setAt = Date.now();
     const id = idOf(await a.call('remind', { delay: '1s', text: 'tea is ready' }));
     const record = (await a.services.store.schedules.get(id))!;
@@ -202,10 +206,7 @@ describe('the BullMQ schedule runner', () => {
   it('runs a cron job once per tick with two runners on one prefix: by delivery id and by runs', async () => {
     const { keys } = openStore();
     const outbox = new SharedOutbox();
-    const a = makeRunner('a', keys, outbox);
-    const b = makeRunner('b', keys, outbox);
-    await a.runner.start();
-    await b.runner.start();
+    const [a, b] = await startedPair(keys, outbox);
     // The first tick is still most of a second away when the queue is looked at below.
     await earlyInASecond(200);
     const record = cronRecord('ctick1', EVERY_SECOND, secondsCron(EVERY_SECOND).nextAfter(Date.now())!);
