@@ -75,7 +75,7 @@ Object.assign(process.env, {
 // patch http before fastify loads it.
 const { telemetry } = await import('../src/telemetry/register.js');
 const { readGatewayConfig } = await import('../src/gateway/gateway-config.js');
-const { startGateway } = await import('../src/gateway/start-gateway.js');
+const { startGateway } = await import('../src/start/start-gateway.js');
 const { createLogger } = await import('../src/telemetry/logger.js');
 
 const running = await startGateway(readGatewayConfig(), { logger: createLogger({ level: telemetry.config.logLevel }) });

@@ -1,13 +1,13 @@
 export * from './errors.js';
 export * from './session/index.js';
 export type { Agent, Turn } from './agent/agent.js';
-export { CommandAgent, HELP_TEXT } from './agent/command-agent.js';
-export { commandOf } from './agent/command.js';
+export { CommandAgent, HELP_TEXT } from './gateway/commands/command-agent.js';
+export { commandOf } from './gateway/commands/command.js';
 export type { Platform, InboundMessage, OutboundMessage, Intake, AcceptedMessage, Idempotency } from './platforms/platform.js';
 export type { Store } from './store/store.js';
-export { formatDestination, parseDestination, type Destination, type DeliveryKind, type Delivery, type DeliveryRecord, type DeliveryStatus } from './deliveries/delivery.js';
-export { parseTarget, type Target } from './deliveries/target.js';
+export { formatDestination, parseDestination, type Destination, type DeliveryKind, type Delivery, type DeliveryRecord, type DeliveryStatus } from './session/delivery.js';
+export { parseTarget, type Target } from './session/target.js';
 export type { DeliveryRequest } from './deliveries/router.js';
 export { SqliteStore } from './store/sqlite-store.js';
 export { readGatewayConfig, type GatewayConfig } from './gateway/gateway-config.js';
-export { startGateway, type RunningGateway, type GatewayParts } from './gateway/start-gateway.js';
+export { startGateway, type RunningGateway, type GatewayParts } from './start/start-gateway.js';

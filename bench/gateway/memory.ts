@@ -9,7 +9,7 @@ import { trace } from '@opentelemetry/api';
 import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { ExportResultCode } from '@opentelemetry/core';
 import { pino } from 'pino';
-import { CommandAgent } from '../../src/agent/command-agent.js';
+import { CommandAgent } from '../../src/gateway/commands/command-agent.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import type { OutboundMessage, Platform } from '../../src/platforms/platform.js';
 import { inboundContext } from '../../src/session/index.js';

@@ -1,4 +1,4 @@
-import { formatDestination, type Destination } from '../../src/deliveries/delivery.js';
+import { formatDestination, type Destination } from '../../src/session/delivery.js';
 import type { BackgroundCaps, CappedAdd, ProcessExit, ProcessRecord, ProcessTable, UnreportedProcess } from '../../src/store/store.js';
 
 /** The processes table as rows of JSON in memory: the store's share of the heap, weighed apart from the watchers'. */

@@ -1,5 +1,5 @@
 import type { Session } from '../session/index.js';
-import type { Attachment, Destination } from '../deliveries/delivery.js';
+import type { Attachment, Destination } from '../session/delivery.js';
 
 /** One turn: a message of a session, and what the agent may do in answer. */
 export interface Turn {

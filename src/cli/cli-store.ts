@@ -1,34 +1,26 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CommanderError } from 'commander';
+import pino from 'pino';
 import { readInteger, readText } from '../config/read-setting.js';
 import { ThreadlineError } from '../errors.js';
+import type { RedisConfig } from '../gateway/gateway-config.js';
+import { STORE_FILE } from '../store/store-file.js';
+import type { Backend } from '../start/open-backend.js';
 import type { OutboxRecords, Store } from '../store/store.js';
 import type { CliIo } from './io.js';
 
 /** Opens the existing store (never creates one), runs `use`, closes it; failures exit 1. */
 export async function withStore<T>(dataDir: string | undefined, io: CliIo, use: (store: Store) => Promise<T>): Promise<T> {
-  const path = resolve(dataDir ?? readText(io.env, 'THREADLINE_DATA_DIR'), 'threadline.db');
+  const dir = resolve(dataDir ?? readText(io.env, 'THREADLINE_DATA_DIR'));
+  const path = resolve(dir, STORE_FILE);
   if (!existsSync(path)) {
     fail(io, `No store at ${path}: pass --data-dir or set THREADLINE_DATA_DIR to the gateway's data directory [TL_STORE_FAILED]`);
   }
-  // Loaded here, so `start` loads nothing of the store before the telemetry bootstrap.
-  const { SqliteStore } = await import('../store/sqlite-store.js');
-  let store: Store;
-  try {
-    store = await SqliteStore.open(path);
-  } catch (error) {
-    if (error instanceof ThreadlineError) fail(io, `${error.message} [${error.code}]`);
-    throw error;
-  }
-  try {
-    return await use(store);
-  } catch (error) {
-    if (error instanceof ThreadlineError) fail(io, `${error.message} [${error.code}]`);
-    throw error;
-  } finally {
-    await store.close();
-  }
+  return withBackend(io, dir, undefined, (backend) => {
+    if (backend.kind !== 'sqlite') throw new Error('a backend without Redis settings is the data dir\'s store');
+    return use(backend.store);
+  });
 }
 
 /**
@@ -38,56 +30,47 @@ export async function withStore<T>(dataDir: string | undefined, io: CliIo, use: 
 export async function withOutbox<T>(dataDir: string | undefined, io: CliIo, use: (outbox: OutboxRecords) => Promise<T>): Promise<T> {
   // Loaded here, like the store: the Redis client and BullMQ only when asked for.
   const { readRedisConfig } = await import('../gateway/gateway-config.js');
-  let redis: ReturnType<typeof readRedisConfig>;
-  try {
-    redis = readRedisConfig(io.env);
-  } catch (error) {
-    if (error instanceof ThreadlineError) fail(io, `${error.message} [${error.code}]`);
-    throw error;
-  }
+  const redis = orFail(io, () => readRedisConfig(io.env));
   if (redis === undefined) return withStore(dataDir, io, (store) => use(store.outbox));
-  let deadLetterRetentionMs: number;
+  return withBackend(io, resolve(dataDir ?? readText(io.env, 'THREADLINE_DATA_DIR')), redis, (backend) => use(backend.store.outbox));
+}
+
+/** Opens the backend as the gateway does (openBackend), runs `use`, closes it; failures exit 1. */
+async function withBackend<T>(io: CliIo, dataDir: string, redis: RedisConfig | undefined, use: (backend: Backend) => Promise<T>): Promise<T> {
+  // Read before connecting: a bad setting is one line, and no connection is left open.
+  const deadLetterRetentionMs = orFail(io, () => readInteger(io.env, 'THREADLINE_DEAD_LETTER_RETENTION_MS'));
+  // Loaded here, so `start` loads nothing of the store before the telemetry bootstrap.
+  const { openBackend } = await import('../start/open-backend.js');
+  let backend: Backend;
   try {
-    // Read before connecting: a bad setting is one line, and no connection is left open.
-    deadLetterRetentionMs = readInteger(io.env, 'THREADLINE_DEAD_LETTER_RETENTION_MS');
+    // The backend's own warnings (a Redis setting to look at) are for the gateway's log, not a command's output.
+    backend = await openBackend({ dataDir, redis, deadLetterRetentionMs }, pino({ level: 'silent' }));
   } catch (error) {
     if (error instanceof ThreadlineError) fail(io, `${error.message} [${error.code}]`);
     throw error;
   }
-  const [{ connectRedis }, { RedisKeys }, { DeliveryQueues }, { RedisOutboxRecords }] = await Promise.all([
-    import('../store/redis/redis-connection.js'),
-    import('../store/redis/redis-keys.js'),
-    import('../queue/delivery-queues.js'),
-    import('../queue/redis-outbox-records.js'),
-  ]);
-  let connection: Awaited<ReturnType<typeof connectRedis>>;
   try {
-    connection = await connectRedis(redis.url);
-  } catch (error) {
-    if (error instanceof ThreadlineError) fail(io, `${error.message} [${error.code}]`);
-    throw error;
-  }
-  const keys = new RedisKeys(redis.prefix);
-  const queues = new DeliveryQueues(connection, keys, redis.partitions);
-  const records = new RedisOutboxRecords({
-    redis: connection,
-    queue: (index) => queues.queue(index),
-    keys,
-    partitions: redis.partitions,
-    deadLetterRetentionMs,
-  });
-  try {
-    return await use(records);
+    return await use(backend);
   } catch (error) {
     if (error instanceof CommanderError) throw error;
     if (error instanceof ThreadlineError) fail(io, `${error.message} [${error.code}]`);
+    if (redis === undefined) throw error;
     // A failed command names neither the URL nor its password: only what Redis said.
     const { redisFailure } = await import('../store/redis/redis-connection.js');
     const failure = redisFailure(error);
     fail(io, `${failure.message} [${failure.code}]`);
   } finally {
-    await queues.close();
-    connection.disconnect();
+    await backend.store.close();
+  }
+}
+
+/** `read()`, or exit 1 with the configuration error it threw. */
+function orFail<T>(io: CliIo, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof ThreadlineError) fail(io, `${error.message} [${error.code}]`);
+    throw error;
   }
 }
 

@@ -3,9 +3,10 @@
  * default, then every problem; exit 1 when the gateway would refuse to start.
  */
 import { CommanderError, type Command } from 'commander';
-import { describeConfiguration, type SettingState } from '../config/describe-settings.js';
+import { describeConfiguration, type SettingState } from '../start/describe-settings.js';
 import { SETTING_GROUPS, type SettingGroup } from '../config/settings.js';
-import { printable, type CliIo } from './io.js';
+import type { CliIo } from './io.js';
+import { printable } from '../text/printable.js';
 
 interface ConfigOptions {
   readonly json?: true;

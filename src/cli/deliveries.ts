@@ -4,9 +4,10 @@
  * running gateway (WAL) and takes no data-dir lock, so it never stops one from starting.
  */
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { formatDestination, type DeliveryRecord } from '../deliveries/delivery.js';
+import { formatDestination, type DeliveryRecord } from '../session/delivery.js';
 import { fail, withOutbox } from './cli-store.js';
-import { escapeChar, printable, type CliIo } from './io.js';
+import type { CliIo } from './io.js';
+import { escapeChar, printable } from '../text/printable.js';
 
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 10_000;

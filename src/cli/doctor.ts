@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { CommanderError, type Command } from 'commander';
 import pc from 'picocolors';
-import { checkConfiguration } from '../config/check-configuration.js';
+import { checkConfiguration } from '../start/check-configuration.js';
 import { readText } from '../config/read-setting.js';
 import { redactRedisUrl } from '../config/redis-url.js';
 import { messageOf, ThreadlineError } from '../errors.js';
@@ -18,12 +18,13 @@ import { readRedisConfig, type RedisConfig } from '../gateway/gateway-config.js'
 import { assertContextPropagation } from '../session/assert-context-propagation.js';
 import { readTelemetryConfig, type TelemetryConfig } from '../telemetry/telemetry-config.js';
 import { otlpEndpoint } from '../telemetry/otlp-endpoint.js';
-import { safeUrl } from '../telemetry/redact-secrets.js';
-import { printable, type CliIo } from './io.js';
+import { STORE_FILE } from '../store/store-file.js';
+import { safeUrl } from '../text/redact-secrets.js';
+import type { CliIo } from './io.js';
+import { printable } from '../text/printable.js';
 
 /** How long an exporter endpoint gets to accept a TCP connection. */
 const CONNECT_TIMEOUT_MS = 2_000;
-const STORE_FILE = 'threadline.db';
 
 interface CheckResult {
   readonly ok: boolean;

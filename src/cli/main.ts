@@ -4,7 +4,7 @@
  * clean stop on SIGTERM or SIGINT.
  */
 import { readGatewayConfig } from '../gateway/gateway-config.js';
-import { startGateway, type RunningGateway } from '../gateway/start-gateway.js';
+import { startGateway, type RunningGateway } from '../start/start-gateway.js';
 import { exitOnStartupError } from '../startup-failure.js';
 import { stopThenExit } from './stop-then-exit.js';
 import { describeExporter } from '../telemetry/index.js';

@@ -8,10 +8,11 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CommanderError, Option, type Command } from 'commander';
 import { readText } from '../config/read-setting.js';
+import { STORE_FILE } from '../store/store-file.js';
 import type { Finding, LostWork } from '../forensics/findings.js';
 import { findMisroutes } from '../forensics/find-misroutes.js';
 import { findLostInTraces } from '../forensics/lost-in-traces.js';
-import { findingsJson, findingsText } from '../forensics/render-findings.js';
+import { findingsJson, findingsText } from './render-findings.js';
 import type { CliIo } from './io.js';
 import {
   addSourceOptions,
@@ -84,8 +85,8 @@ export function registerMisroutes(program: Command, io: CliIo): void {
 function storeToRead(options: MisroutesOptions, io: CliIo, command: Command): string | undefined {
   if (!options.store) return undefined;
   const dir = resolve(options.dataDir ?? readText(io.env, 'THREADLINE_DATA_DIR'));
-  if (existsSync(resolve(dir, 'threadline.db'))) return dir;
-  if (options.dataDir !== undefined) usage(command, `no store at ${resolve(dir, 'threadline.db')}: give the gateway's data dir, or --no-store`);
+  if (existsSync(resolve(dir, STORE_FILE))) return dir;
+  if (options.dataDir !== undefined) usage(command, `no store at ${resolve(dir, STORE_FILE)}: give the gateway's data dir, or --no-store`);
   return undefined;
 }
 
@@ -98,7 +99,7 @@ async function withStoreFindings(dataDir: string, options: MisroutesOptions, now
   const { SqliteStore } = await import('../store/sqlite-store.js');
   const { findLostInStore } = await import('../forensics/lost-in-store.js');
   // Read-only: never a lock or a migration under a running gateway.
-  const store = await SqliteStore.openReadOnly(resolve(dataDir, 'threadline.db'));
+  const store = await SqliteStore.openReadOnly(resolve(dataDir, STORE_FILE));
   try {
     // The store holds real ids: the chat filter is the one given, not its pseudonym.
     const fromStore = await findLostInStore(store, {

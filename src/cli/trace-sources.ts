@@ -9,7 +9,8 @@ import { ThreadlineError, messageOf } from '../errors.js';
 import type { TraceSource } from '../forensics/trace-source.js';
 import { pseudonymize } from '../telemetry/session-attributes.js';
 import { readSpanAttributeOptions } from '../telemetry/telemetry-config.js';
-import { printable, type CliIo } from './io.js';
+import type { CliIo } from './io.js';
+import { printable } from '../text/printable.js';
 
 export interface SourceOptions {
   readonly jaeger?: string;

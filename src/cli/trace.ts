@@ -5,7 +5,7 @@
  */
 import { type Command } from 'commander';
 import { summarizeTraces } from '../forensics/conversation-traces.js';
-import { tracesJson, tracesText } from '../forensics/render-traces.js';
+import { tracesJson, tracesText } from './render-traces.js';
 import type { CliIo } from './io.js';
 import { addSourceOptions, chatOption, idAsStamped, openSource, printWarnings, readingSource, serviceName, type SourceOptions } from './trace-sources.js';
 

@@ -1,6 +1,6 @@
 import type { Span } from '@opentelemetry/api';
 import type { NewDelivery, OutboxPressure, OutboxRecords } from '../store/store.js';
-import type { DeliveryRecord } from './delivery.js';
+import type { DeliveryRecord } from '../session/delivery.js';
 import type { OutboxStats } from './outbox-stats.js';
 
 /**

@@ -9,7 +9,7 @@ import { BackgroundWrites } from '../background-writes.js';
 import type { GatewayMetrics } from '../telemetry/gateway-metrics.js';
 import { settledBy } from '../deadline.js';
 import type { BackoffOptions } from './backoff.js';
-import { formatDestination, type Delivery, type DeliveryRecord } from './delivery.js';
+import { formatDestination, type Delivery, type DeliveryRecord } from '../session/delivery.js';
 import type { DeliveryQueue } from './delivery-queue.js';
 import type { OutboxStats } from './outbox-stats.js';
 import { afterFailure, cutOffByStop, deliveryAttributes, sendAttempt } from './send-attempt.js';

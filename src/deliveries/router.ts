@@ -3,13 +3,13 @@ import type { Logger } from 'pino';
 import { ThreadlineError } from '../errors.js';
 import { getSession, recordFailure, type RoutingSnapshot, type Session } from '../session/index.js';
 import type { HomeChannels } from '../store/store.js';
-import { MAX_ATTACHMENT_BYTES, formatDestination, parseDestination, type Attachment, type DeliveryKind, type Destination } from './delivery.js';
+import { MAX_ATTACHMENT_BYTES, formatDestination, parseDestination, type Attachment, type DeliveryKind, type Destination } from '../session/delivery.js';
 import type { DeliveryQueue } from './delivery-queue.js';
 import { deliveryAttributes } from './outbox.js';
-import { destinationOf, routingMismatch } from './routing-mismatch.js';
+import { destinationOf, routingMismatch } from '../session/routing-mismatch.js';
 import type { GatewayMetrics } from '../telemetry/gateway-metrics.js';
 import { threadlineTracer } from '../telemetry/tracer.js';
-import type { Target } from './target.js';
+import type { Target } from '../session/target.js';
 import { ORIGIN_LINK_ATTRIBUTE } from '../session/snapshot.js';
 
 export interface DeliveryRequest {

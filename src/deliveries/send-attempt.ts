@@ -3,7 +3,7 @@ import { DeliveryError, networkFailure } from '../errors.js';
 import type { Platform } from '../platforms/platform.js';
 import { recordFailure } from '../session/index.js';
 import { backoffMs, type BackoffOptions } from './backoff.js';
-import { formatDestination, type Delivery } from './delivery.js';
+import { formatDestination, type Delivery } from '../session/delivery.js';
 
 /** What decides, after a failed attempt, between a retry and giving up. */
 export interface RetryPolicy {

@@ -1,4 +1,4 @@
-import type { DeliveryKind } from '../deliveries/delivery.js';
+import type { DeliveryKind } from '../session/delivery.js';
 
 /** Where a delivery went, or the work it came from was for: ids as the source holds them. */
 export interface RoutingView {

@@ -1,5 +1,5 @@
 import { ThreadlineError, messageOf } from '../errors.js';
-import { redactText, safeUrl } from '../telemetry/redact-secrets.js';
+import { redactText, safeUrl } from '../text/redact-secrets.js';
 
 /** How a trace store is asked, and named in messages. */
 export interface HttpGetOptions {

@@ -7,7 +7,7 @@
  * Jaeger has it (newer ones drop its search and filter over api_v3 instead).
  */
 import { ThreadlineError } from '../errors.js';
-import { safeUrl } from '../telemetry/redact-secrets.js';
+import { safeUrl } from '../text/redact-secrets.js';
 import { getJson, httpGet, jsonOf, type HttpGetOptions } from './http-json.js';
 import { tracesFromJaegerJson } from './jaeger-json.js';
 import { spansFromOtlpJson } from './otlp-json.js';

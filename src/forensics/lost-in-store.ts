@@ -1,5 +1,5 @@
-import { parseDestination, type Destination } from '../deliveries/delivery.js';
-import { parseTarget, type Target } from '../deliveries/target.js';
+import { parseDestination, type Destination } from '../session/delivery.js';
+import { parseTarget, type Target } from '../session/target.js';
 import type { RoutingSnapshot } from '../session/index.js';
 import type { DeliveryState, ScheduleState, Store, UnreportedProcess } from '../store/store.js';
 import { lostWhat, type LostWork, type RoutingView } from './findings.js';

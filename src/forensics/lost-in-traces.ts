@@ -1,4 +1,4 @@
-import type { DeliveryKind } from '../deliveries/delivery.js';
+import type { DeliveryKind } from '../session/delivery.js';
 import { lostWhat, type LostWork } from './findings.js';
 import { isConversation, routingAt } from './span-routing.js';
 import { traceIdOrUndefined, wasAttempt, wasRefusedMisroute, wasSent } from './delivery-spans.js';

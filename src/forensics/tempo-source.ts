@@ -5,7 +5,7 @@
  * pkg/tempopb/trace_utils.go MarshalToJSONV1).
  */
 import { ThreadlineError } from '../errors.js';
-import { safeUrl } from '../telemetry/redact-secrets.js';
+import { safeUrl } from '../text/redact-secrets.js';
 import { getJson, httpGet, jsonOf, type HttpGetOptions } from './http-json.js';
 import { baseUrlOf } from './jaeger-source.js';
 import { spansFromOtlpJson } from './otlp-json.js';

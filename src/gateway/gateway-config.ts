@@ -3,7 +3,7 @@ import { ConfigError } from '../errors.js';
 import { commaList } from '../env-vars.js';
 import { readInstanceId } from '../config/instance-id.js';
 import { readChoice, readFlag, readInteger, readRedisUrl, readText, readUrl } from '../config/read-setting.js';
-import { Admins } from '../agent/admins.js';
+import { Admins } from './commands/admins.js';
 import { parseKeepBaggage, type KeepBaggage } from '../session/index.js';
 import { readToolsConfig, type ToolsConfig } from '../tools/tools-config.js';
 

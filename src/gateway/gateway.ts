@@ -1,16 +1,16 @@
 import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import { Admins, refusalText, type AdminRefusal, type Sender } from '../agent/admins.js';
+import { Admins, refusalText, type AdminRefusal, type Sender } from './commands/admins.js';
 import type { Agent, Turn } from '../agent/agent.js';
-import { commandOf } from '../agent/command.js';
+import { commandOf } from './commands/command.js';
 import { BackgroundWrites } from '../background-writes.js';
 import { settledBy } from '../deadline.js';
-import { formatDestination } from '../deliveries/delivery.js';
+import { formatDestination } from '../session/delivery.js';
 import type { DeliveryQueue } from '../deliveries/delivery-queue.js';
 import { Outbox, type OutboxOptions } from '../deliveries/outbox.js';
 import type { OutboxStats } from '../deliveries/outbox-stats.js';
 import { DeliveryRouter } from '../deliveries/router.js';
-import { destinationOf } from '../deliveries/routing-mismatch.js';
+import { destinationOf } from '../session/routing-mismatch.js';
 import { ThreadlineError, type ErrorCode } from '../errors.js';
 import type { AcceptedMessage, Idempotency, InboundMessage, Intake, Platform } from '../platforms/platform.js';
 import {

@@ -5,7 +5,7 @@ import { context, trace, type Span } from '@opentelemetry/api';
 import { suppressTracing } from '@opentelemetry/core';
 import { Agent } from 'undici';
 import { answerFailure, networkFailure } from '../errors.js';
-import { safeUrl } from '../telemetry/redact-secrets.js';
+import { safeUrl } from '../text/redact-secrets.js';
 
 export interface PostOptions {
   readonly headers: Readonly<Record<string, string>>;

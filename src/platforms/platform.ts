@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { InboundTrace, SessionInput } from '../session/index.js';
-import type { Attachment, DeliveryKind, Destination } from '../deliveries/delivery.js';
+import type { Attachment, DeliveryKind, Destination } from '../session/delivery.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

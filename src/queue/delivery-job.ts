@@ -1,4 +1,4 @@
-import type { Delivery, DeliveryKind, Destination } from '../deliveries/delivery.js';
+import type { Delivery, DeliveryKind, Destination } from '../session/delivery.js';
 import type { RoutingSnapshot } from '../session/index.js';
 import type { JobContext } from './job-context.js';
 

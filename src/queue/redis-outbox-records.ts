@@ -1,6 +1,6 @@
 import type { Job, JobType, KeepJobs, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { formatDestination, type DeliveryRecord, type DeliveryStatus, type Destination } from '../deliveries/delivery.js';
+import { formatDestination, type DeliveryRecord, type DeliveryStatus, type Destination } from '../session/delivery.js';
 import { getSession, type RoutingSnapshot } from '../session/index.js';
 import type { RedisKeys } from '../store/redis/redis-keys.js';
 import {

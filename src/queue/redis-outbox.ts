@@ -5,7 +5,7 @@ import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { settledBy } from '../deadline.js';
-import { formatDestination, type Delivery, type DeliveryRecord } from '../deliveries/delivery.js';
+import { formatDestination, type Delivery, type DeliveryRecord } from '../session/delivery.js';
 import type { DeliveryQueue } from '../deliveries/delivery-queue.js';
 import type { OutboxStats } from '../deliveries/outbox-stats.js';
 import { afterFailure, cutOffByStop, deliveryAttributes, sendAttempt } from '../deliveries/send-attempt.js';

@@ -8,7 +8,7 @@ import { DEFAULT_TIMEZONE, parseCron } from '../tools/cron/cron-expression.js';
 import { CRON_RETRY_MS, runSchedule, type ParseCron } from '../tools/cron/run-schedule.js';
 import type { ScheduleRunner } from '../tools/cron/schedule-runner.js';
 import type { ToolServices } from '../tools/tool-services.js';
-import type { Lease } from './leader-lease.js';
+import type { Lease } from '../lease/lease.js';
 import { keptAWeek, leaseWorkerOptions, logWorkerErrors, type LeaseTimings } from './lease-worker-options.js';
 import { dueJobId, scheduleJobOf, tickJobId, tickOf, type ScheduleJobData } from './schedule-job.js';
 

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { formatDestination, type Destination } from '../deliveries/delivery.js';
+import { formatDestination, type Destination } from '../session/delivery.js';
 import { ThreadlineError } from '../errors.js';
 
 /**

@@ -7,7 +7,7 @@ import {
   type DeliveryRecord,
   type DeliveryStatus,
   type Destination,
-} from '../deliveries/delivery.js';
+} from '../session/delivery.js';
 import { messageOf } from '../errors.js';
 import { sessionIdOfKey, type RoutingSnapshot } from '../session/index.js';
 import type { DeliveryRow, DeliveryStateRow, HistoryRow, OverdueParameters, ProcessRow, Retention, ScheduleRow, UnreportedProcessRow } from './sqlite-operations.js';

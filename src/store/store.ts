@@ -1,4 +1,4 @@
-import type { Delivery, DeliveryKind, DeliveryRecord, DeliveryStatus, Destination } from '../deliveries/delivery.js';
+import type { Delivery, DeliveryKind, DeliveryRecord, DeliveryStatus, Destination } from '../session/delivery.js';
 import type { RoutingSnapshot } from '../session/index.js';
 
 /**

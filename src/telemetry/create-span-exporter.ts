@@ -4,7 +4,7 @@ import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/export
 import { ConsoleSpanExporter, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { FileSpanExporter } from './file-span-exporter.js';
 import { otlpEndpoint } from './otlp-endpoint.js';
-import { safeUrl } from './redact-secrets.js';
+import { safeUrl } from '../text/redact-secrets.js';
 import type { OtlpProtocol, TelemetryConfig } from './telemetry-config.js';
 
 /** The exporter the configuration names; undefined for `none`. OTLP ones read OTEL_EXPORTER_OTLP_* themselves. */

@@ -1,5 +1,5 @@
 import { ValueType, metrics, type BatchObservableCallback, type Counter, type Histogram, type Meter, type ObservableGauge } from '@opentelemetry/api';
-import type { DeliveryKind } from '../deliveries/delivery.js';
+import type { DeliveryKind } from '../session/delivery.js';
 import type { ErrorCode } from '../errors.js';
 import { VERSION } from '../version.js';
 

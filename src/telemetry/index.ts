@@ -3,7 +3,7 @@ export { SessionBaggagePropagator } from './session-baggage-propagator.js';
 export { pseudonymize, type PrivacyMode, type SessionAttributeOptions } from './session-attributes.js';
 export { FileSpanExporter, type TraceFileLimits } from './file-span-exporter.js';
 export { RedactSpanProcessor } from './redact-span-processor.js';
-export { redactText, safePath, safeUrl } from './redact-secrets.js';
+export { redactText, safePath, safeUrl } from '../text/redact-secrets.js';
 export { createSpanExporter, describeExporter } from './create-span-exporter.js';
 export { createPropagator, type PropagatorSettings } from './create-propagator.js';
 export { installContext } from './install-context.js';

@@ -1,5 +1,5 @@
 import { stdSerializers } from 'pino';
-import { redactText, safePath, safeUrl } from './redact-secrets.js';
+import { redactText, safePath, safeUrl } from '../text/redact-secrets.js';
 
 /** Fields named like credentials, at the top of a record or one level down (headers, options). */
 const SECRET_KEYS = [

@@ -1,7 +1,7 @@
 import type { AttributeValue, Attributes, Context } from '@opentelemetry/api';
 import type { ReadableSpan, Span, SpanProcessor, TimedEvent } from '@opentelemetry/sdk-trace-base';
 import { idPrivacy, privateDestination, type IdPrivacy } from './id-privacy.js';
-import { redactText, safePath, safeUrl } from './redact-secrets.js';
+import { redactText, safePath, safeUrl } from '../text/redact-secrets.js';
 import { checkAttributeOptions, type SessionAttributeOptions } from './session-attributes.js';
 
 /** What replaces a value that cannot be shown at all, as OpenTelemetry's semantic conventions spell it. */

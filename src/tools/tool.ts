@@ -1,5 +1,5 @@
 import type { TObject } from 'typebox';
-import type { Attachment } from '../deliveries/delivery.js';
+import type { Attachment } from '../session/delivery.js';
 
 /**
  * A tool the agent (a command, or the model) can call. It reads platform, chat and thread

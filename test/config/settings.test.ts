@@ -1,9 +1,9 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkConfiguration } from '../../src/config/check-configuration.js';
+import { checkConfiguration } from '../../src/start/check-configuration.js';
 import { CONFIGURATION_DOC_PATH, renderConfigurationDoc } from '../../src/config/configuration-doc.js';
-import { describeConfiguration } from '../../src/config/describe-settings.js';
+import { describeConfiguration } from '../../src/start/describe-settings.js';
 import { SETTINGS, SETTING_NAMES, type Setting, type SettingName } from '../../src/config/settings.js';
 import { ConfigError } from '../../src/errors.js';
 import { readGatewayConfig } from '../../src/gateway/gateway-config.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_ATTACHMENT_BYTES } from '../../src/deliveries/delivery.js';
+import { MAX_ATTACHMENT_BYTES } from '../../src/session/delivery.js';
 import { useTestGateways, webhookOrigin } from '../helpers/gateway.js';
 
 const start = useTestGateways();

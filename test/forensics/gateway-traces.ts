@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { Agent, Turn } from '../../src/agent/agent.js';
-import { CommandAgent } from '../../src/agent/command-agent.js';
+import { CommandAgent } from '../../src/gateway/commands/command-agent.js';
 import { runThreadline } from '../../src/cli/threadline.js';
 import { withSession, type Session } from '../../src/session/index.js';
 import { FileSpanExporter } from '../../src/telemetry/file-span-exporter.js';

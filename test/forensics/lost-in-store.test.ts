@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { DeliveryKind, Destination } from '../../src/deliveries/delivery.js';
+import type { DeliveryKind, Destination } from '../../src/session/delivery.js';
 import type { LostWork } from '../../src/forensics/findings.js';
 import { findLostInStore } from '../../src/forensics/lost-in-store.js';
 import type { RoutingSnapshot } from '../../src/session/index.js';

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
-import { CommandAgent } from '../../src/agent/command-agent.js';
+import { CommandAgent } from '../../src/gateway/commands/command-agent.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { readGatewayConfig } from '../../src/gateway/gateway-config.js';
 import { buildServer } from '../../src/gateway/server.js';

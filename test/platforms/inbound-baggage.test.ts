@@ -1,7 +1,7 @@
 import { propagation } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
-import { CommandAgent } from '../../src/agent/command-agent.js';
+import { CommandAgent } from '../../src/gateway/commands/command-agent.js';
 import { readGatewayConfig } from '../../src/gateway/gateway-config.js';
 import { slackSignature } from '../../src/platforms/slack/slack-signature.js';
 import { isSessionNamespaceKey } from '../../src/session/index.js';

@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LeaderLease, type LeaseListener, type LeaseLoss } from '../../src/queue/leader-lease.js';
+import type { LeaseListener, LeaseLoss } from '../../src/lease/lease.js';
+import { LeaderLease } from '../../src/queue/leader-lease.js';
 import { RedisKeys } from '../../src/store/redis/redis-keys.js';
 import { until } from '../helpers/gateway.js';
 import { startRedisServer, useRedis, type RedisServer } from '../helpers/redis.js';

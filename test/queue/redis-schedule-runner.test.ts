@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DeliveryRequest } from '../../src/deliveries/router.js';
-import { destinationOf } from '../../src/deliveries/routing-mismatch.js';
+import { destinationOf } from '../../src/session/routing-mismatch.js';
 import { ThreadlineError } from '../../src/errors.js';
 import { redisLeaseFactory } from '../../src/queue/leader-lease.js';
 import { RedisScheduleRunner, type RedisScheduleRunnerOptions } from '../../src/queue/redis-schedule-runner.js';

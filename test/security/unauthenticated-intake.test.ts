@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import { readGatewayConfig } from '../../src/gateway/gateway-config.js';
-import { startGateway } from '../../src/gateway/start-gateway.js';
+import { startGateway } from '../../src/start/start-gateway.js';
 import { createLogger } from '../../src/telemetry/logger.js';
 import { collectOutput, spawnGateway } from '../helpers/gateway-process.js';
 

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ThreadlineError } from '../../src/errors.js';
 import { PRUNE_BATCH } from '../../src/store/sqlite-operations.js';
-import { MAX_ATTACHMENT_BYTES, formatDestination } from '../../src/deliveries/delivery.js';
+import { MAX_ATTACHMENT_BYTES, formatDestination } from '../../src/session/delivery.js';
 import { EPOCH_CACHE_SIZE, SqliteStore } from '../../src/store/sqlite-store.js';
 import { SqliteConnection } from '../../src/store/sqlite-connection.js';
 import type { NewDelivery, Store, StoredMessage } from '../../src/store/store.js';

@@ -1,5 +1,5 @@
 // What the store tests store, without the gateway's test helpers: the store needs none of it.
-import type { Destination } from '../../src/deliveries/delivery.js';
+import type { Destination } from '../../src/session/delivery.js';
 import type { RoutingSnapshot } from '../../src/session/index.js';
 
 /** A webhook routing snapshot of `chatId` with the span that captured it, as captureRouting makes one. */

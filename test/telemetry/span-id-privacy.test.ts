@@ -1,9 +1,9 @@
 import { ROOT_CONTEXT, type Attributes } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, describe, expect, it } from 'vitest';
-import { formatDestination } from '../../src/deliveries/delivery.js';
+import { formatDestination } from '../../src/session/delivery.js';
 import { deliveryAttributes } from '../../src/deliveries/outbox.js';
-import { destinationOf, routingMismatch } from '../../src/deliveries/routing-mismatch.js';
+import { destinationOf, routingMismatch } from '../../src/session/routing-mismatch.js';
 import { contextWithSession, createSession, withSessionId, type Session } from '../../src/session/index.js';
 import { RedactSpanProcessor, SessionSpanProcessor, pseudonymize, type SessionAttributeOptions } from '../../src/telemetry/index.js';
 import { createTestTracing, type TestTracing } from '../helpers/tracing.js';

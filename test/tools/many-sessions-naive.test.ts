@@ -4,7 +4,7 @@
 // or it proves nothing.
 import { describe, expect, it, vi } from 'vitest';
 import type { Session } from '../../src/session/index.js';
-import { CommandAgent } from '../../src/agent/command-agent.js';
+import { CommandAgent } from '../../src/gateway/commands/command-agent.js';
 import { runManySessions } from './many-sessions-scenario.js';
 
 const naive = vi.hoisted(() => ({ current: undefined as Session | undefined }));

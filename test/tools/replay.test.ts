@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CommandAgent } from '../../src/agent/command-agent.js';
+import { CommandAgent } from '../../src/gateway/commands/command-agent.js';
 import type { Agent } from '../../src/agent/agent.js';
 import { useTestGateways } from '../helpers/gateway.js';
 

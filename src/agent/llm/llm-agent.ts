@@ -1,12 +1,11 @@
 import type OpenAI from 'openai';
 import type { Logger } from 'pino';
-import type { Attachment } from '../../deliveries/delivery.js';
-import { destinationOf } from '../../deliveries/routing-mismatch.js';
+import type { Attachment } from '../../session/delivery.js';
+import { destinationOf } from '../../session/routing-mismatch.js';
 import type { HistoryEntry, HistoryLog } from '../../store/store.js';
 import type { Tool } from '../../tools/tool.js';
 import type { LlmConfig } from '../../tools/tools-config.js';
 import type { Agent, Turn } from '../agent.js';
-import { commandOf } from '../command.js';
 import { modelServer, requestChat, type ModelServer } from './chat-request.js';
 import { assistantEntry, historyMessages, toolEntry, userEntry } from './conversation.js';
 import { createModelClient } from './model-client.js';
@@ -35,8 +34,6 @@ export interface LlmAgentOptions {
   readonly history: HistoryLog;
   /** Added to the base prompt, read at every turn (the skills available now). */
   readonly systemPrompt: () => string;
-  /** Answers messages that are commands (/status, /run ...). */
-  readonly commands: Agent;
   readonly logger: Logger;
   /** The client; default: the official one for config.baseUrl. */
   readonly client?: OpenAI;
@@ -49,8 +46,8 @@ interface Answer {
 }
 
 /**
- * The agent backed by a model behind an OpenAI-compatible Chat Completions API. Commands go
- * to `commands`; any other message runs the model with the session's history and the
+ * The agent backed by a model behind an OpenAI-compatible Chat Completions API. Each message
+ * (the gateway hands commands to the command agent first) runs the model with the session's history and the
  * tools, calling tools until the model answers in text or THREADLINE_LLM_MAX_TOOL_ROUNDS
  * rounds of calls have run. Tools run in the turn's context and read the routing from it:
  * no chat or thread id ever goes through the model. Each request is a `chat <model>` span
@@ -70,7 +67,6 @@ export class LlmAgent implements Agent {
   }
 
   async handle(turn: Turn): Promise<void> {
-    if (commandOf(turn.text) !== undefined) return this.options.commands.handle(turn);
     const { config, history } = this.options;
     const destination = destinationOf(turn.session);
     const earlier = await history.recent(turn.session.sessionId, destination, config.historyMessages);

@@ -1,6 +1,6 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { ThreadlineError, messageOf } from '../../errors.js';
-import { redactText } from '../../telemetry/redact-secrets.js';
+import { redactText } from '../../text/redact-secrets.js';
 
 /** Longest provider detail quoted in an error message. */
 const MAX_DETAIL_CHARS = 300;

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Attachment } from '../../deliveries/delivery.js';
+import type { Attachment } from '../../session/delivery.js';
 import { ThreadlineError, messageOf } from '../../errors.js';
 import { executeTool, type Authorize } from '../../tools/execute-tool.js';
 import type { Tool } from '../../tools/tool.js';

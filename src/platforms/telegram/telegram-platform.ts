@@ -7,9 +7,9 @@ import { secretsMatch } from '../bearer-token.js';
 import type { Idempotency, InboundMessage, Intake, OutboundMessage, Platform } from '../platform.js';
 import { AcceptOnce } from '../accept-once.js';
 import { telegramInbound } from './telegram-inbound.js';
-import { safeUrl } from '../../telemetry/redact-secrets.js';
-import type { Attachment } from '../../deliveries/delivery.js';
-import type { Lease, LeaseFactory } from '../../queue/leader-lease.js';
+import { safeUrl } from '../../text/redact-secrets.js';
+import type { Attachment } from '../../session/delivery.js';
+import type { Lease, LeaseFactory } from '../../lease/lease.js';
 import { TelegramPoller } from './telegram-poller.js';
 
 export interface TelegramOptions {

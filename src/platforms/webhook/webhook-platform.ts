@@ -6,7 +6,7 @@ import { ThreadlineError } from '../../errors.js';
 import { inboundContext, outboundHeaders, type InboundOptions, type KeepBaggage } from '../../session/index.js';
 import { bearerToken, secretsMatch } from '../bearer-token.js';
 import { HttpPoster } from '../http-delivery.js';
-import { safeUrl } from '../../telemetry/redact-secrets.js';
+import { safeUrl } from '../../text/redact-secrets.js';
 import { AcceptOnce } from '../accept-once.js';
 import type { Idempotency, InboundMessage, Intake, OutboundMessage, Platform } from '../platform.js';
 import {

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { MAX_ATTACHMENT_BYTES, type DeliveryKind } from '../../deliveries/delivery.js';
+import { MAX_ATTACHMENT_BYTES, type DeliveryKind } from '../../session/delivery.js';
 import type { ErrorCode } from '../../errors.js';
 import { CHAT_TYPES, MAX_FIELD_LENGTH } from '../../session/index.js';
 

@@ -1,7 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { messageOf, ThreadlineError } from '../../errors.js';
 import { redactRedisUrl } from '../../config/redis-url.js';
-import { redactText } from '../../telemetry/redact-secrets.js';
+import { redactText } from '../../text/redact-secrets.js';
 
 /** Shown wherever a Redis URL is: the password masked. */
 export { redactRedisUrl };

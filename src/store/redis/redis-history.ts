@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { formatDestination } from '../../deliveries/delivery.js';
+import { formatDestination } from '../../session/delivery.js';
 import { HISTORY_RETENTION_MS } from '../sqlite-operations.js';
 import type { HistoryEntry, HistoryLog } from '../store.js';
 import type { RedisKeys } from './redis-keys.js';

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { formatDestination, parseDestination, type Destination } from '../../deliveries/delivery.js';
+import { formatDestination, parseDestination, type Destination } from '../../session/delivery.js';
 import type { HomeChannels } from '../store.js';
 import type { RedisKeys } from './redis-keys.js';
 import { guarded } from './redis-scripts.js';

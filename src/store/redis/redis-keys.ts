@@ -1,4 +1,4 @@
-import { formatDestination, type Destination } from '../../deliveries/delivery.js';
+import { formatDestination, type Destination } from '../../session/delivery.js';
 
 /**
  * The names threadline uses in Redis, all under one prefix (THREADLINE_REDIS_PREFIX), so

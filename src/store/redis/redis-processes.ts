@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { formatDestination, parseDestination } from '../../deliveries/delivery.js';
+import { formatDestination, parseDestination } from '../../session/delivery.js';
 import {
   MAX_STATE_IDS,
   type DeliveryState,

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { formatDestination, parseDestination } from '../../deliveries/delivery.js';
+import { formatDestination, parseDestination } from '../../session/delivery.js';
 import type { ScheduleRecord, ScheduleState, ScheduleTable } from '../store.js';
 import { chatFilterOf, sessionOf } from './redis-chat-filter.js';
 import { homesKey } from './redis-homes.js';

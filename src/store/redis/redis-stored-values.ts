@@ -1,4 +1,4 @@
-import { parseDestination, type Destination } from '../../deliveries/delivery.js';
+import { parseDestination, type Destination } from '../../session/delivery.js';
 import type { RoutingSnapshot } from '../../session/index.js';
 
 /** A stored snapshot, or undefined when it is not a JSON object: a forensic read reports what it can of a damaged record. */

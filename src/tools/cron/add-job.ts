@@ -1,4 +1,4 @@
-import { destinationOf } from '../../deliveries/routing-mismatch.js';
+import { destinationOf } from '../../session/routing-mismatch.js';
 import { ThreadlineError } from '../../errors.js';
 import { captureRouting, requireSession } from '../../session/index.js';
 import type { ScheduleRecord } from '../../store/store.js';

@@ -1,5 +1,5 @@
-import { formatDestination } from '../../deliveries/delivery.js';
-import { parseTarget, type Target } from '../../deliveries/target.js';
+import { formatDestination } from '../../session/delivery.js';
+import { parseTarget, type Target } from '../../session/target.js';
 import { ThreadlineError } from '../../errors.js';
 
 /**

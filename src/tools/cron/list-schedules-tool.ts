@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { destinationOf } from '../../deliveries/routing-mismatch.js';
+import { destinationOf } from '../../session/routing-mismatch.js';
 import { requireSession } from '../../session/index.js';
 import type { ScheduleRecord } from '../../store/store.js';
 import type { Tool } from '../tool.js';

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
-import { formatDestination } from '../../deliveries/delivery.js';
-import { destinationOf } from '../../deliveries/routing-mismatch.js';
+import { formatDestination } from '../../session/delivery.js';
+import { destinationOf } from '../../session/routing-mismatch.js';
 import { ThreadlineError } from '../../errors.js';
 import { requireSession } from '../../session/index.js';
 import type { Tool } from '../tool.js';

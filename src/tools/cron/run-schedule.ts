@@ -1,4 +1,4 @@
-import { parseTarget } from '../../deliveries/target.js';
+import { parseTarget } from '../../session/target.js';
 import { messageOf } from '../../errors.js';
 import type { ScheduleRecord } from '../../store/store.js';
 import { deliverLater } from '../deliver-later.js';

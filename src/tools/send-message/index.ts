@@ -1,9 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Type } from 'typebox';
 import { ThreadlineError } from '../../errors.js';
-import { formatDestination, type Destination } from '../../deliveries/delivery.js';
-import { destinationOf } from '../../deliveries/routing-mismatch.js';
-import { parseTarget } from '../../deliveries/target.js';
+import { formatDestination, type Destination } from '../../session/delivery.js';
+import { destinationOf } from '../../session/routing-mismatch.js';
+import { parseTarget } from '../../session/target.js';
 import { activeContext, captureRouting, contextWithSession, currentSession, getSession, type Session } from '../../session/index.js';
 import type { Tool } from '../tool.js';
 import type { ToolServices } from '../tool-services.js';

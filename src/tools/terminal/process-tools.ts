@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { ThreadlineError } from '../../errors.js';
-import { formatDestination } from '../../deliveries/delivery.js';
-import { destinationOf } from '../../deliveries/routing-mismatch.js';
+import { formatDestination } from '../../session/delivery.js';
+import { destinationOf } from '../../session/routing-mismatch.js';
 import { requireSession } from '../../session/index.js';
 import type { ProcessRecord } from '../../store/store.js';
 import type { Tool } from '../tool.js';

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { ThreadlineError } from '../../errors.js';
 import { captureRouting, requireSession } from '../../session/index.js';
 import { commandEnv } from './command-env.js';
-import { destinationOf } from '../../deliveries/routing-mismatch.js';
+import { destinationOf } from '../../session/routing-mismatch.js';
 import type { ProcessRecord } from '../../store/store.js';
 import { shortIdOf } from '../call-key.js';
 import { systemClock } from '../clock.js';

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { MAX_ATTACHMENT_BYTES } from '../../deliveries/delivery.js';
+import { MAX_ATTACHMENT_BYTES } from '../../session/delivery.js';
 import { ThreadlineError } from '../../errors.js';
 import { sessionEnv } from '../../session/index.js';
 import type { Tool, ToolCall, ToolResult } from '../tool.js';

@@ -1,4 +1,4 @@
-import type { Attachment } from '../../deliveries/delivery.js';
+import type { Attachment } from '../../session/delivery.js';
 
 /** How a platform receives speech: every platform here plays Ogg/Opus, Telegram as a voice note. */
 interface VoiceNoteFormat {

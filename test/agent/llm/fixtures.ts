@@ -84,14 +84,13 @@ export function commandAgent(handled: string[] = []): Agent & { handled: string[
 export function llmAgent(
   config: LlmConfig,
   tools: readonly Tool[],
-  options: { history?: HistoryLog; logger?: Logger; commands?: Agent; systemPrompt?: () => string } = {},
+  options: { history?: HistoryLog; logger?: Logger; systemPrompt?: () => string } = {},
 ): LlmAgent {
   return new LlmAgent({
     config,
     tools,
     history: options.history ?? new MemoryHistory(),
     systemPrompt: options.systemPrompt ?? (() => ''),
-    commands: options.commands ?? commandAgent(),
     logger: options.logger ?? pino({ level: 'silent' }),
   });
 }

@@ -6,7 +6,6 @@ import { BASE_PROMPT } from '../../../src/agent/llm/llm-agent.js';
 import {
   CHAT_A,
   adminTool,
-  commandAgent,
   failingTool,
   llmAgent,
   llmConfig,
@@ -63,16 +62,6 @@ describe('LlmAgent', () => {
     expect(model.requests[0]!.body.messages[0]).toEqual({ role: 'system', content: `${BASE_PROMPT}\n\nSkill: weather` });
     // No tools: the field is left out, which the API requires of an empty list.
     expect(model.requests[0]!.body.tools).toBeUndefined();
-  });
-
-  it('sends commands to the command agent, not to the model', async () => {
-    model = await FakeOpenAI.start(() => FakeOpenAI.text('model'));
-    const commands = commandAgent();
-    const run = startTurn(llmAgent(llmConfig(model.baseUrl), [], { commands }), CHAT_A, '/status');
-    await run.done;
-    expect(commands.handled).toEqual(['/status']);
-    expect(run.replies.map((reply) => reply.text)).toEqual(['command /status']);
-    expect(model.requests).toHaveLength(0);
   });
 
   it('returns a tool error to the model as "error: <message>"', async () => {

@@ -1,4 +1,4 @@
-import { formatDestination, type Destination } from '../../../src/deliveries/delivery.js';
+import { formatDestination, type Destination } from '../../../src/session/delivery.js';
 import type { HistoryEntry, HistoryLog } from '../../../src/store/store.js';
 
 /** A HistoryLog in memory, as the store's contract states it: bounded per session, mirrors per destination. */

@@ -1,6 +1,6 @@
 import { trace } from '@opentelemetry/api';
 import type { Agent, Turn } from '../../../src/agent/agent.js';
-import type { Attachment } from '../../../src/deliveries/delivery.js';
+import type { Attachment } from '../../../src/session/delivery.js';
 import { recordFailure, requireSession, withSession, type SessionInput } from '../../../src/session/index.js';
 
 /** A reply the turn made. */

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { pino, type Logger } from 'pino';
-import type { Attachment } from '../../../src/deliveries/delivery.js';
+import type { Attachment } from '../../../src/session/delivery.js';
 import type { OutboundMessage } from '../../../src/platforms/platform.js';
 
 /** Every byte value, then a pseudo-random tail: what a text-minded transport would mangle. */

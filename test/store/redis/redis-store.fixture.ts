@@ -1,7 +1,7 @@
 // A RedisStore on the test Redis under a fresh prefix, with a stand-in outbox whose states a test sets.
 import { Redis } from 'ioredis';
 import { afterEach } from 'vitest';
-import type { DeliveryStatus } from '../../../src/deliveries/delivery.js';
+import type { DeliveryStatus } from '../../../src/session/delivery.js';
 import { RedisKeys } from '../../../src/store/redis/redis-keys.js';
 import { RedisStore, type RedisStoreParts } from '../../../src/store/redis/redis-store.js';
 import type { OutboxRecords } from '../../../src/store/store.js';

@@ -1,7 +1,7 @@
 import { trace, type SpanContext } from '@opentelemetry/api';
-import type { Destination } from '../../../src/deliveries/delivery.js';
+import type { Destination } from '../../../src/session/delivery.js';
 import type { DeliveryRequest } from '../../../src/deliveries/router.js';
-import { destinationOf } from '../../../src/deliveries/routing-mismatch.js';
+import { destinationOf } from '../../../src/session/routing-mismatch.js';
 import { ThreadlineError } from '../../../src/errors.js';
 import { getSession, type Session } from '../../../src/session/index.js';
 import type { Clock } from '../../../src/tools/clock.js';

@@ -1,4 +1,4 @@
-import { formatDestination, type Destination } from '../../../src/deliveries/delivery.js';
+import { formatDestination, type Destination } from '../../../src/session/delivery.js';
 import type { BackgroundCaps, CappedAdd, ProcessExit, ProcessRecord, ProcessTable, UnreportedProcess } from '../../../src/store/store.js';
 
 /** The processes table in memory, records kept as JSON as a database would: a test's stand-in for SQLite. */

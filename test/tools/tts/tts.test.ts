@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { MAX_ATTACHMENT_BYTES } from '../../../src/deliveries/delivery.js';
+import { MAX_ATTACHMENT_BYTES } from '../../../src/session/delivery.js';
 import { ThreadlineError } from '../../../src/errors.js';
 import { withSession } from '../../../src/session/index.js';
 import { executeTool } from '../../../src/tools/execute-tool.js';

@@ -1,9 +1,9 @@
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Agent } from '../agent/agent.js';
 import { ThreadlineError, messageOf } from '../errors.js';
-import { CommandAgent } from '../agent/command-agent.js';
+import { CommandAgent } from '../gateway/commands/command-agent.js';
+import { commandsFirst } from '../gateway/commands/commands-first.js';
 import { LlmAgent } from '../agent/llm/llm-agent.js';
 import { systemClock, type Clock } from '../tools/clock.js';
 import type { Deliverer } from '../tools/deliver-later.js';
@@ -13,13 +13,13 @@ import { SlackPlatform } from '../platforms/slack/slack-platform.js';
 import { TelegramPlatform } from '../platforms/telegram/telegram-platform.js';
 import { WebhookPlatform } from '../platforms/webhook/webhook-platform.js';
 import { acquireDataDirLock } from '../store/data-dir-lock.js';
-import { DONE_RETENTION_MS, SqliteStore } from '../store/sqlite-store.js';
 import type { AnyStore } from '../store/store.js';
 import type { RedisBackend } from '../queue/redis-backend.js';
-import { Gateway } from './gateway.js';
-import type { GatewayConfig } from './gateway-config.js';
-import { buildServer } from './server.js';
-import { stopGateway } from './stop-gateway.js';
+import { openBackend } from './open-backend.js';
+import { Gateway } from '../gateway/gateway.js';
+import type { GatewayConfig } from '../gateway/gateway-config.js';
+import { buildServer } from '../gateway/server.js';
+import { stopGateway } from '../gateway/stop-gateway.js';
 
 export interface RunningGateway {
   readonly url: string;
@@ -63,20 +63,12 @@ export async function startGateway(config: GatewayConfig, parts: GatewayParts): 
   const lock = acquireDataDirLock(config.dataDir);
   let store: AnyStore | undefined;
   try {
-    if (config.redis !== undefined) {
-      // Loaded only here: an embedded gateway never pays for BullMQ and ioredis.
-      const { openRedisBackend } = await import('../queue/redis-backend.js');
-      const backend = await openRedisBackend(config.redis, { logger: parts.logger, deadLetterRetentionMs: config.deadLetterRetentionMs });
-      store = backend.store;
-      // Beating before the tools start: another instance must never find this one's commands ownerless.
-      await backend.heartbeat.start();
-      return await assemble(config, parts, store, () => lock.release(), backend);
-    }
-    store = await SqliteStore.open(join(config.dataDir, 'threadline.db'), {
-      doneMs: DONE_RETENTION_MS,
-      failedMs: config.deadLetterRetentionMs,
-    });
-    return await assemble(config, parts, store, () => lock.release());
+    const backend = await openBackend(config, parts.logger);
+    store = backend.store;
+    if (backend.kind === 'sqlite') return await assemble(config, parts, store, () => lock.release());
+    // Beating before the tools start: another instance must never find this one's commands ownerless.
+    await backend.redis.heartbeat.start();
+    return await assemble(config, parts, store, () => lock.release(), backend.redis);
   } catch (error) {
     // A start that failed (a port in use, say) must not leave the store open.
     await store?.close().catch(() => {});
@@ -176,12 +168,12 @@ function defaultAgent(config: GatewayConfig, toolbox: Toolbox, store: AnyStore, 
   const commands = new CommandAgent(toolbox.tools);
   const { llm } = config.tools;
   if (llm === undefined) return commands;
-  return new LlmAgent({
+  const model = new LlmAgent({
     config: llm,
     tools: [...toolbox.tools.values()],
     history: store.history,
     systemPrompt: () => toolbox.skills.systemPrompt(),
-    commands,
     logger,
   });
+  return commandsFirst(commands, model);
 }

@@ -1,6 +1,6 @@
 import pc from 'picocolors';
-import { printable } from '../cli/io.js';
-import type { DeliverySummary, TraceSummary } from './conversation-traces.js';
+import { printable } from '../text/printable.js';
+import type { DeliverySummary, TraceSummary } from '../forensics/conversation-traces.js';
 import { iso, plural, routingText, traceText, type Colors, type ReportScope } from './render-findings.js';
 
 /** The traces of one conversation, newest first: root, deliveries, links; then what was searched. */

@@ -1,4 +1,4 @@
-import { ThreadlineError } from '../errors.js';
+import { ThreadlineError } from '../../errors.js';
 
 /** A command turned into a tool call. */
 export interface ToolRequest {

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ThreadlineError } from '../../src/errors.js';
-import { formatDestination } from '../../src/deliveries/delivery.js';
-import { parseTarget } from '../../src/deliveries/target.js';
+import { formatDestination } from '../../src/session/delivery.js';
+import { parseTarget } from '../../src/session/target.js';
 import { until, useGatewayWith, webhookOrigin } from '../helpers/gateway.js';
 
 describe('delivery targets', () => {

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import type { Turn } from '../../src/agent/agent.js';
-import { Admins, type Sender } from '../../src/agent/admins.js';
-import { ConfigError } from '../../src/errors.js';
-import { readGatewayConfig } from '../../src/gateway/gateway-config.js';
-import { startGateway } from '../../src/gateway/start-gateway.js';
-import { createLogger } from '../../src/telemetry/logger.js';
-import { installTestTelemetry, type TestGateway, type TestGatewayOptions } from '../../src/testing/index.js';
-import { assertThreadlineError, rejectionOf, thrownBy } from '../helpers/errors.js';
-import { until, useTestGateways, webhookOrigin } from '../helpers/gateway.js';
-import { useTempDir } from '../helpers/temp-dir.js';
+import type { Turn } from '../../../src/agent/agent.js';
+import { Admins, type Sender } from '../../../src/gateway/commands/admins.js';
+import { ConfigError } from '../../../src/errors.js';
+import { readGatewayConfig } from '../../../src/gateway/gateway-config.js';
+import { startGateway } from '../../../src/start/start-gateway.js';
+import { createLogger } from '../../../src/telemetry/logger.js';
+import { installTestTelemetry, type TestGateway, type TestGatewayOptions } from '../../../src/testing/index.js';
+import { assertThreadlineError, rejectionOf, thrownBy } from '../../helpers/errors.js';
+import { until, useTestGateways, webhookOrigin } from '../../helpers/gateway.js';
+import { useTempDir } from '../../helpers/temp-dir.js';
 
 const startTestGateway = useTestGateways();
 const tempDir = useTempDir('admins');

@@ -6,11 +6,11 @@
  */
 import { commaList } from '../env-vars.js';
 import { ConfigError } from '../errors.js';
-import { safeUrl } from '../telemetry/redact-secrets.js';
+import { safeUrl } from '../text/redact-secrets.js';
 import { checkConfiguration, readSetting } from './check-configuration.js';
-import { isSet } from './read-setting.js';
-import { redactRedisUrl } from './redis-url.js';
-import { SETTINGS, SETTING_NAMES, type Setting, type SettingGroup, type SettingName } from './settings.js';
+import { isSet } from '../config/read-setting.js';
+import { redactRedisUrl } from '../config/redis-url.js';
+import { SETTINGS, SETTING_NAMES, type Setting, type SettingGroup, type SettingName } from '../config/settings.js';
 
 export interface SettingState {
   readonly name: SettingName;

@@ -1,5 +1,5 @@
-import { commaList } from '../env-vars.js';
-import { ConfigError } from '../errors.js';
+import { commaList } from '../../env-vars.js';
+import { ConfigError } from '../../errors.js';
 
 const VARIABLE = 'THREADLINE_ADMINS';
 

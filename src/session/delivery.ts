@@ -1,5 +1,5 @@
 import { ThreadlineError } from '../errors.js';
-import type { RoutingSnapshot } from '../session/index.js';
+import type { RoutingSnapshot } from './index.js';
 
 /** Where a delivery goes: a chat, and a thread of it when there is one. */
 export interface Destination {

@@ -6,8 +6,8 @@
 import { ConfigError } from '../errors.js';
 import { readGatewayConfig } from '../gateway/gateway-config.js';
 import { readTelemetryConfig } from '../telemetry/telemetry-config.js';
-import { readChoice, readFlag, readInteger, readRedisUrl, readText, readUrl } from './read-setting.js';
-import { SETTINGS, SETTING_NAMES, type SettingName } from './settings.js';
+import { readChoice, readFlag, readInteger, readRedisUrl, readText, readUrl } from '../config/read-setting.js';
+import { SETTINGS, SETTING_NAMES, type SettingName } from '../config/settings.js';
 
 /** Every ConfigError the environment gives, one per variable, in table order. */
 export function checkConfiguration(env: NodeJS.ProcessEnv): ConfigError[] {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { Agent } from '../../src/agent/agent.js';
-import { commandOf } from '../../src/agent/command.js';
-import { CommandAgent } from '../../src/agent/command-agent.js';
-import type { TestGateway } from '../../src/testing/index.js';
-import { useTestGateways, webhookOrigin } from '../helpers/gateway.js';
+import type { Agent } from '../../../src/agent/agent.js';
+import { commandOf } from '../../../src/gateway/commands/command.js';
+import { CommandAgent } from '../../../src/gateway/commands/command-agent.js';
+import type { TestGateway } from '../../../src/testing/index.js';
+import { useTestGateways, webhookOrigin } from '../../helpers/gateway.js';
 
 const startTestGateway = useTestGateways();
 let gateway: TestGateway | undefined;

@@ -1,6 +1,6 @@
 import pc from 'picocolors';
-import { printable } from '../cli/io.js';
-import type { Finding, LostWork, Misroute, RoutingView, SpanRef } from './findings.js';
+import { printable } from '../text/printable.js';
+import type { Finding, LostWork, Misroute, RoutingView, SpanRef } from '../forensics/findings.js';
 
 /** What a report says about where it looked. */
 export interface ReportScope {

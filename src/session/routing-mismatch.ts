@@ -1,5 +1,5 @@
 import type { Attributes } from '@opentelemetry/api';
-import type { Session } from '../session/index.js';
+import type { Session } from './index.js';
 import type { Destination } from './delivery.js';
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { argumentsOf, parseCron, parseRemind, parseRun, parseSend } from '../../src/agent/command-arguments.js';
-import { ThreadlineError } from '../../src/errors.js';
+import { argumentsOf, parseCron, parseRemind, parseRun, parseSend } from '../../../src/gateway/commands/command-arguments.js';
+import { ThreadlineError } from '../../../src/errors.js';
 
 function usageError(fn: () => unknown): string {
   try {

@@ -1,7 +1,7 @@
-import { ThreadlineError } from '../errors.js';
-import { executeTool } from '../tools/execute-tool.js';
-import type { Tool, ToolResult } from '../tools/tool.js';
-import type { Agent, Turn } from './agent.js';
+import { ThreadlineError } from '../../errors.js';
+import { executeTool } from '../../tools/execute-tool.js';
+import type { Tool, ToolResult } from '../../tools/tool.js';
+import type { Agent, Turn } from '../../agent/agent.js';
 import { ADMIN_COMMANDS, commandOf } from './command.js';
 import { argumentsOf, parseCron, parseRemind, parseRun, parseSend, type ToolRequest } from './command-arguments.js';
 

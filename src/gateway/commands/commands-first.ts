@@ -1,0 +1,12 @@
+import type { Agent, Turn } from '../../agent/agent.js';
+import { commandOf } from './command.js';
+
+/**
+ * The gateway's dispatch: a command (/status, /run ...) goes to `commands`, any other text to
+ * `agent`, so an agent of a user's own, the LLM agent included, never sees a command.
+ */
+export function commandsFirst(commands: Agent, agent: Agent): Agent {
+  return {
+    handle: (turn: Turn) => (commandOf(turn.text) !== undefined ? commands.handle(turn) : agent.handle(turn)),
+  };
+}
