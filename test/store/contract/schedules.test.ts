@@ -141,6 +141,9 @@ for (const implementation of storeImplementations()) describe(`${implementation.
     const { store } = subject;
     const second = subject.peer();
     const caps = { maxPerDestination: 2, maxTotal: 3 };
+    // Slots once taken and freed again count for nothing.
+    for (const [id, chatId] of [['a1', 'a'], ['a2', 'a'], ['b1', 'b']] as const) expect(await store.schedules.add(schedule(id, 1, chatId), caps)).toEqual({ status: 'added' });
+    for (const id of ['a1', 'a2', 'b1']) expect(await second.schedules.remove(id)).toBe(true);
     const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? store : second).schedules.add(schedule(`s${i}`, 1, i % 4 < 2 ? 'a' : 'b'), caps)));
     expect(outcomes.filter((outcome) => outcome.status === 'added')).toHaveLength(3);
     const due = await store.schedules.due(1, 100);
