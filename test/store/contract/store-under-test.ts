@@ -28,7 +28,10 @@ export interface StoreUnderTest {
   peer(): AnyStore;
   /** Closes the store and opens it again on the same data. */
   reopen(): Promise<AnyStore>;
-  /** A delivery to `destination` recorded and not yet done, as the outbox records one; finish() makes it done. */
+  /**
+   * A delivery to `destination` recorded and not yet done, as the outbox records one. finish()
+   * makes it done when it is the first open one of its destination: the embedded outbox sends a chat's in turn.
+   */
   openDelivery(destination: Destination): Promise<{ finish(): Promise<void> }>;
   /** The completion notice of process `processId` recorded by the outbox in `status`. */
   notice(processId: string, status: NoticeStatus): Promise<void>;
