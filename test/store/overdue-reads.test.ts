@@ -98,19 +98,4 @@ describe('the store\'s forensics reads', () => {
       await store.close();
     }
   });
-
-  it('processes.unreported and schedules.overdue answer at most `limit`, latest first', async () => {
-    const store = await SqliteStore.open(':memory:');
-    const roomy = { maxPerDestination: 10, maxTotal: 10 };
-    for (let i = 0; i < 3; i++) {
-      const where = chat(`c${i}`);
-      await store.processes.add({ id: `p${i}`, origin: routingOf(`c${i}`), destination: where, command: 'x', pid: 1, startedAt: 1, notifyOnComplete: true, progressSent: 0 }, roomy);
-      await store.processes.ended(`p${i}`, { endedAt: 10 + i, code: 0 });
-      await store.schedules.add({ id: `s${i}`, origin: routingOf(`c${i}`), destination: where, target: 'origin', text: 't', nextAt: 10 + i, createdAt: 1 }, roomy);
-    }
-    expect((await store.processes.unreported({ before: 100, limit: 2 })).map(({ record }) => record.id)).toEqual(['p2', 'p1']);
-    expect((await store.schedules.overdue({ before: 100, limit: 2 })).map((record) => record.id)).toEqual(['s2', 's1']);
-    expect((await store.schedules.overdue({ before: 11, limit: 5 })).map((record) => record.id)).toEqual(['s0']);
-    await store.close();
-  });
 });

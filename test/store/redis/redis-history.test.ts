@@ -13,64 +13,7 @@ function entry(text: string, at = 1, role: HistoryEntry['role'] = 'user'): Histo
 }
 const texts = (entries: readonly HistoryEntry[]) => entries.map((stored) => stored.text);
 
-describe('RedisStore history', () => {
-  it('appends in order and keeps each session\'s newest entries only, other sessions untouched', async () => {
-    const { store } = openStore();
-    const full: HistoryEntry = { role: 'assistant', text: 'calling', extra: '{"toolCalls":[{"id":"1"}]}', at: 7 };
-    await store.history.append('s1', ROOM, [entry('u1'), full, { role: 'tool', text: 'done', extra: '{"callId":"1"}', at: 8 }], 10);
-    await store.history.append('s2', ROOM, [entry('other')], 10);
-    expect(await store.history.recent('s1', ROOM, 10)).toEqual([entry('u1'), full, { role: 'tool', text: 'done', extra: '{"callId":"1"}', at: 8 }]);
-    await store.history.append('s1', ROOM, [entry('u2'), entry('u3')], 3);
-    expect(texts(await store.history.recent('s1', ROOM, 10))).toEqual(['done', 'u2', 'u3']);
-    // More in one append than it keeps: the newest of them.
-    await store.history.append('s1', ROOM, [entry('a'), entry('b'), entry('c'), entry('d')], 2);
-    expect(texts(await store.history.recent('s1', ROOM, 10))).toEqual(['c', 'd']);
-    expect(texts(await store.history.recent('s2', ROOM, 10))).toEqual(['other']);
-    expect(await store.history.recent('s3', ROOM, 10)).toEqual([]);
-    // Keeping none keeps none, as SQLite's trim does.
-    await store.history.append('s2', ROOM, [entry('gone')], 0);
-    expect(await store.history.recent('s2', ROOM, 10)).toEqual([]);
-  });
-
-  it('shows mirrored text to every session of its chat and thread, and to no other', async () => {
-    const { store } = openStore();
-    const thread = chat('c:1', 't');
-    await store.history.append('s1', ROOM, [entry('before')], 10);
-    await store.history.mirror(ROOM, { role: 'assistant', text: 'sent from cron', source: 'telegram', at: 5 }, 10);
-    await store.history.append('s1', ROOM, [entry('after')], 10);
-    await store.history.mirror(thread, entry('to the thread'), 10);
-    expect(await store.history.recent('s1', ROOM, 10)).toEqual([
-      entry('before'),
-      { role: 'assistant', text: 'sent from cron', source: 'telegram', at: 5 },
-      entry('after'),
-    ]);
-    expect(texts(await store.history.recent('s1-epoch-2', ROOM, 10))).toEqual(['sent from cron']);
-    expect(texts(await store.history.recent('s1', thread, 10))).toEqual(['before', 'after', 'to the thread']);
-    expect(await store.history.recent('s9', chat('c:2'), 10)).toEqual([]);
-  });
-
-  it('keeps each chat\'s newest mirrored entries only, apart from the sessions\' own', async () => {
-    const { store } = openStore();
-    await store.history.append('s1', ROOM, [entry('own')], 10);
-    for (const text of ['m1', 'm2', 'm3', 'm4']) await store.history.mirror(ROOM, entry(text), 2);
-    await store.history.mirror(chat('c:2'), entry('elsewhere'), 2);
-    expect(texts(await store.history.recent('s1', ROOM, 10))).toEqual(['own', 'm3', 'm4']);
-    expect(texts(await store.history.recent('s1', chat('c:2'), 10))).toEqual(['own', 'elsewhere']);
-  });
-
-  it('answers the newest entries up to the limit, both kinds interleaved in the order written, oldest first', async () => {
-    const { store, another } = openStore();
-    const second = another();
-    await store.history.append('s1', ROOM, [entry('s-1'), entry('s-2')], 10);
-    await second.history.mirror(ROOM, entry('m-1'), 10);
-    await store.history.append('s1', ROOM, [entry('s-3')], 10);
-    await second.history.mirror(ROOM, entry('m-2'), 10);
-    expect(texts(await store.history.recent('s1', ROOM, 3))).toEqual(['m-1', 's-3', 'm-2']);
-    expect(texts(await store.history.recent('s1', ROOM, 100))).toEqual(['s-1', 's-2', 'm-1', 's-3', 'm-2']);
-    expect(await store.history.recent('s1', ROOM, 0)).toEqual([]);
-    expect(await store.history.recent('s1', ROOM, -1)).toEqual([]);
-  });
-
+describe('RedisStore history keys', () => {
   it('forgets a session idle for the retention: every write sets its list to expire', async () => {
     const { store, keys, redis: connection } = openStore();
     await store.history.append('s1', ROOM, [entry('one')], 10);

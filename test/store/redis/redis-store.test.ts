@@ -17,27 +17,6 @@ describe('RedisStore', () => {
     for (const connection of ownConnections.splice(0)) connection.disconnect();
   });
 
-  it('keeps home channels per platform, shared by every instance', async () => {
-    const { store, another } = openStore();
-    await store.homes.set({ platform: 'webhook', chatId: 'home:1', threadId: 't/1' });
-    expect(await another().homes.get('webhook')).toEqual({ platform: 'webhook', chatId: 'home:1', threadId: 't/1' });
-    expect(await store.homes.get('slack')).toBeUndefined();
-    await store.homes.set({ platform: 'webhook', chatId: 'home:2' });
-    expect(await store.homes.get('webhook')).toEqual({ platform: 'webhook', chatId: 'home:2' });
-  });
-
-  it('bumps a conversation\'s epoch once per /new, whichever instance asks, and reads it fresh', async () => {
-    const { store, another } = openStore();
-    const second = another();
-    expect(await store.conversations.epoch('k')).toBe(0);
-    expect(await store.conversations.next('k')).toBe(1);
-    expect(await second.conversations.epoch('k')).toBe(1);
-    const bumped = await Promise.all([store.conversations.next('k'), second.conversations.next('k'), store.conversations.next('k')]);
-    expect(bumped.sort()).toEqual([2, 3, 4]);
-    expect(await store.conversations.epoch('k')).toBe(4);
-    expect(await store.conversations.epoch('other')).toBe(0);
-  });
-
   it('writes only under its prefix: two deployments on one Redis never see each other', async () => {
     const first = openStore();
     const second = openStore();
