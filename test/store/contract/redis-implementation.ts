@@ -1,5 +1,5 @@
 // The distributed store on the file's Redis, each test under a key prefix of its own.
-import { formatDestination } from '../../../src/deliveries/delivery.js';
+import { formatDestination } from '../../../src/session/delivery.js';
 import type { DeliveryState } from '../../../src/store/store.js';
 import { useRedis } from '../../helpers/redis.js';
 import { useRedisStores } from '../redis/redis-store.fixture.js';

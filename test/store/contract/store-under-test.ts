@@ -1,5 +1,5 @@
 // What every contract test is given of a store, whichever implementation it runs against.
-import type { Destination } from '../../../src/deliveries/delivery.js';
+import type { Destination } from '../../../src/session/delivery.js';
 import type { AnyStore } from '../../../src/store/store.js';
 
 /**
