@@ -29,7 +29,7 @@ export function createSendMessage(services: ToolServices, options: { readonly hi
   const targets = new TargetResolver(services.store.homes, services.platforms);
   return {
     name: 'send_message',
-    description: 'Send a message to another chat or thread (target: home, home:<platform>, or <platform>:<chat>[:<thread>]).',
+    description: 'Send a message to this or another chat or thread (target: origin, home, home:<platform>, or <platform>:<chat>[:<thread>]).',
     parameters,
     adminOnly: true,
     async run(args) {
