@@ -1,12 +1,13 @@
 import { SpanKind, SpanStatusCode, isSpanContextValid, trace, type Attributes, type Link, type Span, type SpanContext } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { ThreadlineError } from '../errors.js';
-import { getSession, recordFailure, type RoutingSnapshot, type Session } from '../session/index.js';
+import { recordFailure, type RoutingSnapshot, type Session } from '../session/index.js';
 import type { HomeChannels } from '../store/store.js';
-import { MAX_ATTACHMENT_BYTES, formatDestination, parseDestination, type Attachment, type DeliveryKind, type Destination } from '../session/delivery.js';
+import { MAX_ATTACHMENT_BYTES, formatDestination, type Attachment, type DeliveryKind, type Destination } from '../session/delivery.js';
 import type { DeliveryQueue } from './delivery-queue.js';
 import { deliveryAttributes } from './outbox.js';
-import { destinationOf, routingMismatch } from '../session/routing-mismatch.js';
+import { routingMismatch } from '../session/routing-mismatch.js';
+import { TargetResolver } from './target-resolver.js';
 import type { GatewayMetrics } from '../telemetry/gateway-metrics.js';
 import { threadlineTracer } from '../telemetry/tracer.js';
 import type { Target } from '../session/target.js';
@@ -34,22 +35,24 @@ const ORIGIN: Target = { to: 'origin' };
 const tracer = threadlineTracer();
 
 /**
- * Decides where a delivery goes: the chat and thread of the active context (origin), a
- * platform's home channel, or an explicit destination. For an origin delivery it compares
+ * Decides where a delivery goes, by the TargetResolver's rules. For an origin delivery it compares
  * that destination with the routing captured where the work began (the misroute guard),
  * then hands the delivery to the outbox inside its gateway.deliver span.
  */
 export class DeliveryRouter {
   private mismatchCount = 0;
+  private readonly targets: TargetResolver;
 
   constructor(
-    private readonly homes: HomeChannels,
-    private readonly platforms: ReadonlySet<string>,
+    homes: HomeChannels,
+    platforms: ReadonlySet<string>,
     private readonly outbox: DeliveryQueue,
     private readonly options: RouterOptions,
     private readonly logger: Logger,
     private readonly metrics: GatewayMetrics,
-  ) {}
+  ) {
+    this.targets = new TargetResolver(homes, platforms);
+  }
 
   /**
    * Delivers inside a gateway.deliver span; resolves as DeliveryQueue.send does. Throws
@@ -61,7 +64,7 @@ export class DeliveryRouter {
       throw new ThreadlineError('TL_TOOL_INPUT', `An attachment may hold ${MAX_ATTACHMENT_BYTES} bytes; ${request.attachment.filename} is larger`);
     }
     const origin = request.origin.session as Session;
-    const destination = await this.resolve(target, origin);
+    const destination = await this.targets.resolve(target, request.origin);
     return tracer.startActiveSpan('gateway.deliver', { kind: SpanKind.CLIENT, links: originLinks(request.origin) }, async (span) => {
       try {
         span.setAttributes(deliveryAttributes({ id: request.id, kind: request.kind, destination, origin: request.origin }, 1));
@@ -95,28 +98,6 @@ export class DeliveryRouter {
   /** Origin deliveries flagged by the misroute guard since start. */
   mismatches(): number {
     return this.mismatchCount;
-  }
-
-  private async resolve(target: Target, origin: Session): Promise<Destination> {
-    const destination =
-      target.to === 'explicit'
-        ? // Spelled and read back: an id the store could not read back (an empty thread) is refused here.
-          parseDestination(formatDestination(target.destination))
-        : target.to === 'home'
-          ? await this.home(target.platform ?? (getSession() ?? origin).platform)
-          : destinationOf(getSession() ?? origin);
-    if (!this.platforms.has(destination.platform)) {
-      throw new ThreadlineError('TL_TARGET_INVALID', `No platform "${destination.platform}" is enabled in this gateway`);
-    }
-    return destination;
-  }
-
-  private async home(platform: string): Promise<Destination> {
-    const home = await this.homes.get(platform);
-    if (home === undefined) {
-      throw new ThreadlineError('TL_HOME_UNSET', `${platform} has no home channel; send /sethome in the chat that should be it`);
-    }
-    return home;
   }
 
   private guard(span: Span, mismatch: Attributes, destination: Destination): void {

@@ -1,4 +1,4 @@
-import { parseDestination, type Destination } from './delivery.js';
+import { formatDestination, parseDestination, type Destination } from './delivery.js';
 
 /**
  * Where a delivery goes: the chat and thread the work came from, the platform's home
@@ -19,4 +19,10 @@ export function parseTarget(text: string): Target {
   const parts = text.split(':');
   if (parts[0] === 'home' && parts.length === 2 && parts[1] !== '') return { to: 'home', platform: parts[1]! };
   return { to: 'explicit', destination: parseDestination(text) };
+}
+
+/** The inverse of parseTarget: the one spelling a target is stored and shown in. */
+export function formatTarget(target: Target): string {
+  if (target.to === 'explicit') return formatDestination(target.destination);
+  return target.to === 'home' && target.platform !== undefined ? `home:${target.platform}` : target.to;
 }

@@ -62,6 +62,6 @@ export function parseCron(rest: string): ToolRequest {
 /** `/send <target> <text>`. */
 export function parseSend(rest: string): ToolRequest {
   const match = /^(\S+)\s+([\s\S]+)$/.exec(rest);
-  if (match === null) throw usage('/send <target> <text>, target home, home:<platform> or <platform>:<chat>[:<thread>]');
+  if (match === null) throw usage('/send <target> <text>, target origin, home, home:<platform> or <platform>:<chat>[:<thread>]');
   return { tool: 'send_message', args: { target: match[1]!, text: match[2]!.trim() } };
 }

@@ -1,9 +1,9 @@
 import { destinationOf } from '../../session/routing-mismatch.js';
 import { ThreadlineError } from '../../errors.js';
+import { formatTarget, type Target } from '../../session/target.js';
 import { captureRouting, requireSession } from '../../session/index.js';
 import type { ScheduleRecord } from '../../store/store.js';
 import type { CronConfig } from '../tools-config.js';
-import type { ToolServices } from '../tool-services.js';
 import { shortIdOf } from '../call-key.js';
 import type { CronToolContext } from './cron-tool-context.js';
 import { newScheduleId } from './schedule-id.js';
@@ -14,8 +14,8 @@ const ID_ATTEMPTS = 8;
 /** What a tool asks to schedule; the origin comes from the active context. */
 export interface JobSpec {
   readonly text: string;
-  /** As checkTarget returns it. */
-  readonly target: string;
+  /** Checked here by the TargetResolver, and stored in formatTarget's spelling. */
+  readonly target: Target;
   readonly cron?: string | undefined;
   /** Undefined: UTC. */
   readonly timezone?: string | undefined;
@@ -23,12 +23,13 @@ export interface JobSpec {
 }
 
 /**
- * Stores a job whose origin is the active context (storeJob), then has the runner arrange its
+ * Stores a job whose origin is the active context (storeJob) once its target passes the
+ * TargetResolver's check for later deliveries, then has the runner arrange its
  * runs. When the runner cannot, a job this call stored is taken out of the store again and the
  * call fails: a stored job that never runs would still be listed and counted against the caps.
  */
 export async function addJob(context: CronToolContext, spec: JobSpec, callKey?: string): Promise<ScheduleRecord> {
-  const { record, created } = await storeJob(context.services, context.config, spec, callKey);
+  const { record, created } = await storeJob(context, spec, callKey);
   try {
     await context.scheduler.added(record);
   } catch (error) {
@@ -49,9 +50,11 @@ export async function addJob(context: CronToolContext, spec: JobSpec, callKey?: 
  * TL_TOOL_LIMIT when the chat or the gateway has as many jobs as its cap allows. `created` is
  * false when a replayed call finds the job its first run stored.
  */
-async function storeJob(services: ToolServices, config: CronConfig, spec: JobSpec, callKey?: string): Promise<{ record: ScheduleRecord; created: boolean }> {
+async function storeJob(context: CronToolContext, spec: JobSpec, callKey?: string): Promise<{ record: ScheduleRecord; created: boolean }> {
+  const { services, config } = context;
   const origin = captureRouting();
   const destination = destinationOf(requireSession());
+  const target = formatTarget(context.targets.check(spec.target, origin));
   const { schedules } = services.store;
   const keyed = callKey === undefined ? undefined : shortIdOf('c', callKey);
   if (keyed !== undefined) {
@@ -68,7 +71,7 @@ async function storeJob(services: ToolServices, config: CronConfig, spec: JobSpe
       id,
       origin,
       destination,
-      target: spec.target,
+      target,
       text: spec.text,
       ...(spec.cron === undefined ? {} : { cron: spec.cron }),
       ...(spec.timezone === undefined ? {} : { timezone: spec.timezone }),

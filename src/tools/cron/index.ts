@@ -1,3 +1,4 @@
+import { TargetResolver } from '../../deliveries/target-resolver.js';
 import type { Tool } from '../tool.js';
 import type { ToolServices } from '../tool-services.js';
 import type { CronConfig } from '../tools-config.js';
@@ -29,7 +30,7 @@ export function createScheduler(
   runner: ScheduleRunnerFactory = (shared) => new CronScheduler(shared),
 ): { tools: Tool[]; scheduler: ScheduleRunner } {
   const scheduler = runner(services);
-  const context = { services, config, scheduler };
+  const context = { services, config, scheduler, targets: new TargetResolver(services.store.homes, services.platforms) };
   return {
     tools: [remindTool(context), scheduleTool(context), listSchedulesTool(context), removeScheduleTool(context)],
     scheduler,

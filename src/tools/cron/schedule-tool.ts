@@ -1,9 +1,9 @@
 import { Type } from 'typebox';
 import { ThreadlineError } from '../../errors.js';
+import { parseTarget, type Target } from '../../session/target.js';
 import type { ScheduleRecord } from '../../store/store.js';
 import type { Tool } from '../tool.js';
 import { addJob } from './add-job.js';
-import { checkTarget } from './check-target.js';
 import { DEFAULT_TIMEZONE, checkTimezone, parseCron } from './cron-expression.js';
 import type { CronToolContext } from './cron-tool-context.js';
 import { MAX_JOB_TEXT_CHARS, checkJobText } from './job-text.js';
@@ -40,7 +40,8 @@ export function scheduleTool(context: CronToolContext): Tool {
         throw new ThreadlineError('TL_TOOL_INPUT', 'schedule takes exactly one of cron (repeating) or delay (once)');
       }
       const text = checkJobText(args['text'] as string);
-      const target = checkTarget((args['target'] as string | undefined) ?? 'origin', services.platforms);
+      // Read first, so a misspelt target is named before the schedule; addJob checks the rest.
+      const target = parseTarget((args['target'] as string | undefined) ?? 'origin');
       const now = services.clock.now();
       const timezone = args['timezone'] as string | undefined;
       let job: ScheduleRecord;
@@ -63,7 +64,7 @@ async function addCronJob(
   cron: string,
   zone: string | undefined,
   text: string,
-  target: string,
+  target: Target,
   now: number,
   callKey: string | undefined,
 ): Promise<ScheduleRecord> {

@@ -1,8 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Type } from 'typebox';
 import { ThreadlineError } from '../../errors.js';
+import { TargetResolver } from '../../deliveries/target-resolver.js';
 import { formatDestination, type Destination } from '../../session/delivery.js';
-import { destinationOf } from '../../session/routing-mismatch.js';
 import { parseTarget } from '../../session/target.js';
 import { activeContext, captureRouting, contextWithSession, currentSession, getSession, type Session } from '../../session/index.js';
 import type { Tool } from '../tool.js';
@@ -26,9 +26,10 @@ const parameters = Type.Object(
  * the platform of the session it was sent from, or `cli` outside the gateway.
  */
 export function createSendMessage(services: ToolServices, options: { readonly historyKeep: number }): Tool {
+  const targets = new TargetResolver(services.store.homes, services.platforms);
   return {
     name: 'send_message',
-    description: 'Send a message to another chat or thread (target: home, home:<platform>, or <platform>:<chat>[:<thread>]).',
+    description: 'Send a message to this or another chat or thread (target: origin, home, home:<platform>, or <platform>:<chat>[:<thread>]).',
     parameters,
     adminOnly: true,
     async run(args) {
@@ -37,37 +38,15 @@ export function createSendMessage(services: ToolServices, options: { readonly hi
       if (session === undefined) {
         throw new ThreadlineError('TL_SESSION_MISSING', 'send_message runs in a session: inside the gateway, or with THREADLINE_SESSION_PLATFORM and THREADLINE_SESSION_CHAT_ID set');
       }
-      const destination = await resolve(services, targetText, session);
-      await services.deliverer.deliver({
-        id: sendId(session, destination, text),
-        kind: 'send',
-        text,
-        target: { to: 'explicit', destination },
-        // Outside the gateway the session comes from the environment: capture that one.
-        origin: captureRouting(getSession() === undefined ? contextWithSession(activeContext(), session) : activeContext()),
-      });
+      // Outside the gateway the session comes from the environment: capture that one.
+      const origin = captureRouting(getSession() === undefined ? contextWithSession(activeContext(), session) : activeContext());
+      const destination = await targets.resolve(parseTarget(targetText), origin);
+      await services.deliverer.deliver({ id: sendId(session, destination, text), kind: 'send', text, target: { to: 'explicit', destination }, origin });
       const source = toolSurface();
       await services.store.history.mirror(destination, { role: 'user', text, source, at: services.clock.now() }, options.historyKeep);
       return { text: `Sent to ${formatDestination(destination)}.` };
     },
   };
-}
-
-async function resolve(services: ToolServices, text: string, session: Session): Promise<Destination> {
-  const target = parseTarget(text);
-  const destination =
-    target.to === 'explicit'
-      ? target.destination
-      : target.to === 'origin'
-        ? destinationOf(session)
-        : await services.store.homes.get(target.platform ?? session.platform);
-  if (destination === undefined) {
-    throw new ThreadlineError('TL_HOME_UNSET', `${target.to === 'home' ? (target.platform ?? session.platform) : ''} has no home channel; send /sethome in the chat that should be it`);
-  }
-  if (!services.platforms.has(destination.platform)) {
-    throw new ThreadlineError('TL_TARGET_INVALID', `No platform "${destination.platform}" is enabled in this gateway`);
-  }
-  return destination;
 }
 
 /**

@@ -1,8 +1,7 @@
 import { trace, type SpanContext } from '@opentelemetry/api';
 import type { Destination } from '../../../src/session/delivery.js';
 import type { DeliveryRequest } from '../../../src/deliveries/router.js';
-import { destinationOf } from '../../../src/session/routing-mismatch.js';
-import { ThreadlineError } from '../../../src/errors.js';
+import { TargetResolver } from '../../../src/deliveries/target-resolver.js';
 import { getSession, type Session } from '../../../src/session/index.js';
 import type { Clock } from '../../../src/tools/clock.js';
 import type { Deliverer } from '../../../src/tools/deliver-later.js';
@@ -19,9 +18,8 @@ export interface Delivered {
 }
 
 /**
- * A Deliverer that resolves targets as the gateway's router does (origin from the active
- * session, home from `homes`, platforms from the enabled set, TL_HOME_UNSET and
- * TL_TARGET_INVALID alike) and records each delivery with its context.
+ * A Deliverer that resolves targets with the router's TargetResolver (home channels from
+ * `homes`, platforms from the enabled set) and records each delivery with its context.
  */
 export class RecordingDeliverer implements Deliverer {
   readonly delivered: Delivered[] = [];
@@ -35,10 +33,14 @@ export class RecordingDeliverer implements Deliverer {
   /** Called as each delivery comes in, before the gate. */
   onAttempt: ((request: DeliveryRequest) => void) | undefined;
 
+  private readonly targets: TargetResolver;
+
   constructor(
     private readonly clock: Clock,
-    private readonly platforms: ReadonlySet<string>,
-  ) {}
+    platforms: ReadonlySet<string>,
+  ) {
+    this.targets = new TargetResolver({ get: async (platform) => this.homes.get(platform) }, platforms);
+  }
 
   async deliver(request: DeliveryRequest): Promise<void> {
     this.attempts++;
@@ -47,7 +49,7 @@ export class RecordingDeliverer implements Deliverer {
     if (failure !== undefined) throw failure;
     const session = getSession();
     const span = trace.getActiveSpan()?.spanContext();
-    const destination = this.resolve(request, session);
+    const destination = await this.targets.resolve(request.target ?? { to: 'origin' }, request.origin);
     await this.gate;
     this.delivered.push({ request, destination, session, span, at: this.clock.now() });
   }
@@ -55,23 +57,5 @@ export class RecordingDeliverer implements Deliverer {
   /** The deliveries whose id is `id`. */
   withId(id: string): Delivered[] {
     return this.delivered.filter((delivery) => delivery.request.id === id);
-  }
-
-  private resolve(request: DeliveryRequest, session: Session | undefined): Destination {
-    const target = request.target ?? { to: 'origin' };
-    const origin = session ?? (request.origin.session as Session);
-    let destination: Destination;
-    if (target.to === 'explicit') destination = target.destination;
-    else if (target.to === 'origin') destination = destinationOf(origin);
-    else {
-      const platform = target.platform ?? origin.platform;
-      const home = this.homes.get(platform);
-      if (home === undefined) throw new ThreadlineError('TL_HOME_UNSET', `${platform} has no home channel; send /sethome in the chat that should be it`);
-      destination = home;
-    }
-    if (!this.platforms.has(destination.platform)) {
-      throw new ThreadlineError('TL_TARGET_INVALID', `No platform "${destination.platform}" is enabled in this gateway`);
-    }
-    return destination;
   }
 }

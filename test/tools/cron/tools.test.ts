@@ -78,6 +78,15 @@ describe('creating jobs', () => {
     expect(error.message).toMatch(reason);
   });
 
+  it('checks every new job as a delivery to its target would be: origin and home included', async () => {
+    const { call, schedules } = await cronHarness({ platforms: ['webhook'] });
+    for (const made of [call('remind', { delay: '1h', text: 'x' }), call('schedule', { delay: '1h', text: 'x', target: 'home' })]) {
+      const error = assertThreadlineError(await rejectionOf(made), 'TL_TARGET_INVALID');
+      expect(error.message).toBe('No platform "telegram" is enabled in this gateway (enabled: webhook)');
+    }
+    expect(await schedules.ofDestination({ platform: 'telegram', chatId: FULL_SESSION.chatId, threadId: '42' })).toEqual([]);
+  });
+
   it('keeps an explicit target in the one spelling of a destination', async () => {
     const { call, schedules } = await cronHarness();
     const answer = await call('schedule', { delay: '1h', text: 'x', target: 'slack:C1:1700000000.000100' });
