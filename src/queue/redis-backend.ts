@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { GatewayQueues } from '../gateway/gateway.js';
+import type { GatewayQueues } from '../gateway/gateway-options.js';
 import type { RedisConfig } from '../gateway/gateway-config.js';
 import { connectRedis } from '../store/redis/redis-connection.js';
 import { RedisKeys } from '../store/redis/redis-keys.js';

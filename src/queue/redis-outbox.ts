@@ -10,7 +10,7 @@ import type { DeliveryQueue } from '../deliveries/delivery-queue.js';
 import type { OutboxStats } from '../deliveries/outbox-stats.js';
 import { afterFailure, cutOffByStop, deliveryAttributes, sendAttempt } from '../deliveries/send-attempt.js';
 import { ThreadlineError } from '../errors.js';
-import type { DeliveryQueueParts } from '../gateway/gateway.js';
+import type { DeliveryQueueParts } from '../gateway/gateway-options.js';
 import type { Platform } from '../platforms/platform.js';
 import { runDetached } from '../session/index.js';
 import type { NewDelivery, OutboxPressure, OutboxRecords } from '../store/store.js';

@@ -9,7 +9,7 @@ import { AcceptOnce } from '../accept-once.js';
 import { telegramInbound } from './telegram-inbound.js';
 import { safeUrl } from '../../text/redact-secrets.js';
 import type { Attachment } from '../../session/delivery.js';
-import type { Lease, LeaseFactory } from '../../lease/lease.js';
+import type { LeaseFactory } from '../../lease/lease.js';
 import { TelegramPoller } from './telegram-poller.js';
 
 export interface TelegramOptions {
@@ -29,11 +29,6 @@ export interface TelegramOptions {
    */
   readonly pollingLease?: LeaseFactory | undefined;
 }
-
-/** The lease's name: one poller per bot token's deployment. */
-export const TELEGRAM_POLLING_LEASE = 'telegram-polling';
-/** A poller that ended by itself (409, a network failure at start) while this instance holds the lease starts again after this. */
-const POLL_RESTART_MS = 3_000;
 
 export const TELEGRAM_WEBHOOK_PATH = '/v1/telegram/webhook';
 const SECRET_HEADER = 'x-telegram-bot-api-secret-token';
@@ -63,11 +58,8 @@ export class TelegramPlatform implements Platform {
   /** Updates come with the webhook secret, or from the Bot API itself when polling. */
   readonly authenticatesSenders = true;
   private readonly api: Api;
-  /** The polling run under way, if any. */
-  private poller: TelegramPoller | undefined;
-  private lease: Lease | undefined;
-  private restartTimer: NodeJS.Timeout | undefined;
-  private closed = false;
+  /** Long polling, in the polling mode. */
+  private readonly poller: TelegramPoller | undefined;
   /** Telegram redelivers an update whose answer it did not get: accepted one at a time. */
   private readonly once = new AcceptOnce();
   /** How each update's context is built. Polled updates have no headers, so no baggage either. */
@@ -77,6 +69,10 @@ export class TelegramPlatform implements Platform {
     this.inbound = { authenticated: true, keepBaggage: options.keepBaggage ?? false };
     // grammY waits up to 500 s by default; a slow send would hold its chat's turn that long.
     this.api = new Api(options.token, { apiRoot: options.apiRoot, timeoutSeconds: 10 });
+    this.poller =
+      options.mode === 'polling'
+        ? new TelegramPoller({ token: options.token, apiRoot: options.apiRoot, logger: options.logger, pollingLease: options.pollingLease })
+        : undefined;
   }
 
   register(app: FastifyInstance, intake: Intake): void {
@@ -155,17 +151,9 @@ export class TelegramPlatform implements Platform {
       : `telegram: POST ${baseUrl}${TELEGRAM_WEBHOOK_PATH}`;
   }
 
-  /**
-   * Stops polling once the update in hand is accepted (intake is still open then), so the
-   * offset grammY confirms never covers an update that was not taken; then releases the
-   * polling lease, so another instance polls at once.
-   */
+  /** Stops polling once the update in hand is accepted (intake is still open then), and releases the polling lease. */
   async close(): Promise<void> {
-    this.closed = true;
-    clearTimeout(this.restartTimer);
-    // The lease's stop() stops polling (onLost) before it releases the lease.
-    await this.lease?.stop();
-    await this.stopPolling();
+    await this.poller?.close();
   }
 
   /**
@@ -189,55 +177,11 @@ export class TelegramPlatform implements Platform {
   }
 
   /**
-   * Long polling from the root context (pitfall: Long-lived loops holding a request's context). While the intake is full the loop waits,
-   * so updates stay with Telegram instead of being dropped.
+   * Long polling, in the polling mode. While the intake is full the loop waits, so updates stay
+   * with Telegram instead of being dropped.
    */
   start(intake: Intake): void {
-    if (this.options.mode !== 'polling' || this.closed) return;
-    const lease = this.options.pollingLease?.(TELEGRAM_POLLING_LEASE);
-    if (lease === undefined) {
-      this.startPolling(intake, undefined);
-      return;
-    }
-    this.lease = lease;
-    lease.start({
-      onAcquired: () => this.startPolling(intake, lease),
-      onLost: () => this.stopPolling(),
-    });
-  }
-
-  /** A new polling run; under a lease, one that ends by itself is started again while the lease is held. */
-  private startPolling(intake: Intake, lease: Lease | undefined): void {
-    if (this.closed || this.poller !== undefined) return;
-    const poller = new TelegramPoller({
-      token: this.options.token,
-      apiRoot: this.options.apiRoot,
-      logger: this.options.logger,
-      hand: (message) => this.hand(intake, message),
-      ...(lease === undefined
-        ? {}
-        : {
-            onEnded: () => {
-              if (this.poller === poller) this.poller = undefined;
-              clearTimeout(this.restartTimer);
-              this.restartTimer = runDetached(() =>
-                setTimeout(() => {
-                  if (lease.held) this.startPolling(intake, lease);
-                }, POLL_RESTART_MS),
-              );
-            },
-          }),
-    });
-    this.poller = poller;
-    poller.start();
-  }
-
-  /** Stops the polling run under way, if any. */
-  private async stopPolling(): Promise<void> {
-    clearTimeout(this.restartTimer);
-    const poller = this.poller;
-    this.poller = undefined;
-    await poller?.stop();
+    this.poller?.start((message) => this.hand(intake, message));
   }
 }
 

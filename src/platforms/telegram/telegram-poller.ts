@@ -1,72 +1,96 @@
-import { Bot } from 'grammy';
 import type { Logger } from 'pino';
+import type { Lease, LeaseFactory } from '../../lease/lease.js';
 import { runDetached } from '../../session/index.js';
-import type { InboundMessage } from '../platform.js';
-import { telegramInbound } from './telegram-inbound.js';
+import { TelegramPollingRun, type TelegramPollingRunOptions } from './telegram-polling-run.js';
 
 export interface TelegramPollerOptions {
   readonly token: string;
   readonly apiRoot: string;
   readonly logger: Logger;
-  /** Hands one message to intake; polling waits for it, so updates stay with Telegram meanwhile. */
-  readonly hand: (message: InboundMessage) => Promise<void>;
-  /** Polling ended by itself (401, 409 Conflict, a failed start): not called after stop(). */
-  readonly onEnded?: (error: unknown) => void;
+  /**
+   * Several instances on one Redis: polling runs only on the instance holding this lease (two
+   * pollers get 409 Conflict and take each other's updates). Unset, this instance polls alone.
+   */
+  readonly pollingLease?: LeaseFactory | undefined;
 }
 
+/** The lease's name: one poller per bot token's deployment. */
+export const TELEGRAM_POLLING_LEASE = 'telegram-polling';
+/** A run that ended by itself (409, a network failure at start) while this instance holds the lease starts again after this. */
+const POLL_RESTART_MS = 3_000;
+
 /**
- * One run of long polling (getUpdates through grammY), from start() to stop(). A new run
- * starts from the first update Telegram has not had confirmed.
+ * Long polling on this instance: alone, or under the polling lease in the distributed mode,
+ * where a run that ends by itself (409 Conflict) is started again while the lease is held.
  */
 export class TelegramPoller {
-  private readonly bot: Bot;
-  /** The update being handed to intake, which stop() lets finish. */
-  private handing: Promise<void> = Promise.resolve();
-  /** Set once stop() has let the update in hand finish: later ones wait for the next run. */
-  private closing = false;
-  private stopped: Promise<void> | undefined;
+  /** The polling run under way, if any. */
+  private run: TelegramPollingRun | undefined;
+  private lease: Lease | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private closed = false;
 
-  constructor(private readonly options: TelegramPollerOptions) {
-    this.bot = new Bot(options.token, { client: { apiRoot: options.apiRoot } });
-    this.bot.on(['message', 'channel_post'], (ctx) => {
-      const message = telegramInbound(ctx.update);
-      if (message === undefined || this.closing) return;
-      this.handing = options.hand(message);
-      return this.handing;
+  constructor(private readonly options: TelegramPollerOptions) {}
+
+  /** Polls, handing each message to `hand` and waiting for it; nothing once closed. */
+  start(hand: TelegramPollingRunOptions['hand']): void {
+    if (this.closed) return;
+    const lease = this.options.pollingLease?.(TELEGRAM_POLLING_LEASE);
+    if (lease === undefined) {
+      this.startRun(hand, undefined);
+      return;
+    }
+    this.lease = lease;
+    lease.start({
+      onAcquired: () => this.startRun(hand, lease),
+      onLost: () => this.stopRun(),
     });
-    this.bot.catch((error) => options.logger.error({ err: error.error }, 'telegram update failed'));
-  }
-
-  /** Polls from the root context (pitfall: Long-lived loops holding a request's context). */
-  start(): void {
-    runDetached(() =>
-      void this.bot.start({ drop_pending_updates: false }).catch((error: unknown) => {
-        this.options.logger.error({ err: error }, 'telegram polling stopped');
-        if (this.stopped === undefined) this.options.onEnded?.(error);
-      }),
-    );
   }
 
   /**
-   * Stops once the update in hand is accepted (intake is still open then), so the offset
-   * grammY confirms never covers an update that was not taken. Once it resolves this run
-   * makes no more getUpdates calls (grammY aborts the one under way).
+   * Stops polling once the update in hand is accepted, so the offset grammY confirms never
+   * covers an update that was not taken; then releases the polling lease, so another instance
+   * polls at once.
    */
-  stop(): Promise<void> {
-    this.stopped ??= this.wind();
-    return this.stopped;
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.restartTimer);
+    // The lease's stop() stops polling (onLost) before it releases the lease.
+    await this.lease?.stop();
+    await this.stopRun();
   }
 
-  private async wind(): Promise<void> {
-    // grammY may hand the next update of its batch while the last one finishes: wait for each.
-    let inHand: Promise<void>;
-    do {
-      inHand = this.handing;
-      await inHand.catch(() => {});
-    } while (inHand !== this.handing);
-    // grammY's stop() confirms updates up to the one in hand; the rest of its batch is handed
-    // again at the next start, so taking them now would run them twice.
-    this.closing = true;
-    await this.bot.stop().catch((error: unknown) => this.options.logger.warn({ err: error }, 'telegram polling did not confirm its last update'));
+  /** A new polling run; under a lease, one that ends by itself is started again while the lease is held. */
+  private startRun(hand: TelegramPollingRunOptions['hand'], lease: Lease | undefined): void {
+    if (this.closed || this.run !== undefined) return;
+    const run = new TelegramPollingRun({
+      token: this.options.token,
+      apiRoot: this.options.apiRoot,
+      logger: this.options.logger,
+      hand,
+      ...(lease === undefined
+        ? {}
+        : {
+            onEnded: () => {
+              if (this.run === run) this.run = undefined;
+              clearTimeout(this.restartTimer);
+              this.restartTimer = runDetached(() =>
+                setTimeout(() => {
+                  if (lease.held) this.startRun(hand, lease);
+                }, POLL_RESTART_MS),
+              );
+            },
+          }),
+    });
+    this.run = run;
+    run.start();
+  }
+
+  /** Stops the polling run under way, if any. */
+  private async stopRun(): Promise<void> {
+    clearTimeout(this.restartTimer);
+    const run = this.run;
+    this.run = undefined;
+    await run?.stop();
   }
 }
