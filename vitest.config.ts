@@ -24,6 +24,8 @@ const shared = {
 
 export default defineConfig({
   test: {
+    // Process tests run the gateway from dist/: built (incrementally) once before any file runs.
+    globalSetup: ['test/build-dist.ts'],
     projects: [
       // Two files at a time: most of a file's time is loading modules and waiting on I/O.
       { test: { ...shared, name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...ALONE], maxWorkers: 2, sequence: { groupOrder: 0 } } },
