@@ -16,6 +16,26 @@ const ALONE = [
   'test/queue/redis-schedule-runner.test.ts',
 ];
 
+/**
+ * What does not depend on the Node runtime (the package as packed, the docs against the code,
+ * the served OpenAPI document against the committed one): `.ci/run` runs these on its first
+ * runtime only, with the typecheck.
+ */
+const ONCE = ['test/package/**/*.test.ts', 'test/docs.test.ts', 'test/gateway/openapi.test.ts', 'test/security/security-md.test.ts'];
+
+/**
+ * Files that start no server, store or process and leave no state behind: in worker threads,
+ * which start faster than forked processes.
+ */
+const PURE = [
+  'test/session/**/*.test.ts',
+  'test/config/**/*.test.ts',
+  'test/errors.test.ts',
+  'test/agent/command-arguments.test.ts',
+  'test/deliveries/target.test.ts',
+  'test/forensics/{conversation-traces,find-misroutes,jaeger-json,lost-in-traces,otlp-json,span-tree,trace-file-source,trace-store-search}.test.ts',
+];
+
 const shared = {
   setupFiles: ['test/setup.ts'],
   testTimeout: 60_000,
@@ -24,9 +44,13 @@ const shared = {
 
 export default defineConfig({
   test: {
+    // Process tests run the gateway from dist/: built (incrementally) once before any file runs.
+    globalSetup: ['test/build-dist.ts'],
     projects: [
       // Two files at a time: most of a file's time is loading modules and waiting on I/O.
-      { test: { ...shared, name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...ALONE], maxWorkers: 2, sequence: { groupOrder: 0 } } },
+      { test: { ...shared, name: 'unit', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...ALONE, ...ONCE, ...PURE], maxWorkers: 2, sequence: { groupOrder: 0 } } },
+      { test: { ...shared, name: 'pure', include: PURE, exclude: [...configDefaults.exclude, ...ALONE], pool: 'threads', maxWorkers: 2, sequence: { groupOrder: 0 } } },
+      { test: { ...shared, name: 'once', include: ONCE, maxWorkers: 2, sequence: { groupOrder: 0 } } },
       { test: { ...shared, name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 1 } } },
     ],
   },

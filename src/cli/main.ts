@@ -13,9 +13,22 @@ import { describeMetrics } from '../telemetry/start-metrics.js';
 
 const logger = telemetry.logger;
 let running: RunningGateway;
+let stopping = false;
+async function stop(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, 'stopping: intake closed, finishing work');
+  await stopThenExit(running, telemetry, logger);
+}
+
 try {
   const config = readGatewayConfig();
   running = await startGateway(config, { logger });
+  // Before the banner: whoever reads it may signal at once, and a signal without a listener
+  // kills. on, not once: Ctrl-C under `npm start` arrives twice (from the terminal, and
+  // forwarded by npm), and a second signal with no listener would kill the drain.
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
   // The bootstrap has awaited it: the scrape URL, or undefined, at once.
   const scrapeUrl = await telemetry.metricsReady;
   console.log(
@@ -25,15 +38,3 @@ try {
 } catch (error) {
   exitOnStartupError(error);
 }
-
-let stopping = false;
-async function stop(signal: string): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  logger.info({ signal }, 'stopping: intake closed, finishing work');
-  await stopThenExit(running, telemetry, logger);
-}
-// on, not once: Ctrl-C under `npm start` arrives twice (from the terminal, and forwarded by
-// npm), and a second signal with no listener would kill the drain the first one began.
-process.on('SIGTERM', () => void stop('SIGTERM'));
-process.on('SIGINT', () => void stop('SIGINT'));

@@ -7,9 +7,9 @@ import {
   openReadOnlyDatabase,
   sqliteOperations,
   type OperationName,
-  type Retention,
   type SqliteOperations,
 } from './sqlite-operations.js';
+import type { Retention } from './retention.js';
 
 type Call = readonly [name: OperationName, args: readonly unknown[]];
 

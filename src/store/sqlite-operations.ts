@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ThreadlineError, messageOf } from '../errors.js';
+import type { Retention } from './retention.js';
 import { NEXT_AT, createSchema, requireSchemaVersion } from './sqlite-schema.js';
 import type { BackgroundCaps, CappedAdd } from './store.js';
 
@@ -19,15 +20,6 @@ const BUSY_TIMEOUT_MS = 5_000;
 
 /** History entries older than this are pruned: a session not seen for a month starts afresh. */
 export const HISTORY_RETENTION_MS = 30 * 24 * 3600_000;
-
-export interface Retention {
-  /** How long done deliveries are kept, so a turn replayed that late finds its replies sent. */
-  readonly doneMs: number;
-  /** How long failed deliveries (dead letters) are kept for listing and retrying. */
-  readonly failedMs: number;
-  /** How long history entries are kept; HISTORY_RETENTION_MS when not given. */
-  readonly historyMs?: number;
-}
 
 export interface MessageRow {
   id: string;

@@ -10,7 +10,8 @@ import {
 } from '../session/delivery.js';
 import { messageOf } from '../errors.js';
 import { sessionIdOfKey, type RoutingSnapshot } from '../session/index.js';
-import type { DeliveryRow, DeliveryStateRow, HistoryRow, OverdueParameters, ProcessRow, Retention, ScheduleRow, UnreportedProcessRow } from './sqlite-operations.js';
+import type { Retention } from './retention.js';
+import type { DeliveryRow, DeliveryStateRow, HistoryRow, OverdueParameters, ProcessRow, ScheduleRow, UnreportedProcessRow } from './sqlite-operations.js';
 import { SqliteConnection } from './sqlite-connection.js';
 import {
   MAX_STATE_IDS,

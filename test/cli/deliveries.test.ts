@@ -232,8 +232,8 @@ describe('threadline', () => {
     expect(imported).toEqual(['telemetry/register', 'cli/main']);
   });
 
-  it('runs as a bin from source', () => {
-    const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/threadline.ts', 'deliveries', '--help'], {
+  it('runs as the built bin', () => {
+    const result = spawnSync(process.execPath, ['dist/cli/threadline.js', 'deliveries', '--help'], {
       cwd: join(import.meta.dirname, '../..'),
       encoding: 'utf8',
     });

@@ -4,8 +4,8 @@ import { runThreadline } from '../../src/cli/threadline.js';
 import { useTestGateways } from '../helpers/gateway.js';
 
 const start = useTestGateways();
-const CLI = fileURLToPath(new URL('../../src/cli/threadline.ts', import.meta.url));
-const TSX = import.meta.resolve('tsx');
+// The built bin, as a user's command runs it (dist/ is built before the run).
+const CLI = fileURLToPath(new URL('../../dist/cli/threadline.js', import.meta.url));
 
 function io(env: NodeJS.ProcessEnv = {}) {
   let out = '';
@@ -20,7 +20,7 @@ describe('threadline send', () => {
       chat_id: 'ops',
       thread_id: 'deploys',
       chat_type: 'group',
-      text: `/run node --import ${TSX} ${CLI} send --data-dir ${g.dataDir} origin halfway there`,
+      text: `/run node ${CLI} send --data-dir ${g.dataDir} origin halfway there`,
     });
     const deliveries = await g.receiver.waitFor(3, 30_000);
     const sent = deliveries.find((delivery) => delivery.body.kind === 'send');

@@ -10,11 +10,12 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BANNER = /threadline listening on (\S+)/;
 
 /**
- * Spawns the gateway as `npm start` runs it (register, then cli/main, from source through tsx)
- * in the repository root, with exactly `env`: stdout piped, stderr piped or inherited.
+ * Spawns the gateway as `npm start` runs it (register, then cli/main, from the dist/ that
+ * test/build-dist.ts builds before the run) in the repository root, with exactly `env`:
+ * stdout piped, stderr piped or inherited. `nodeOptions` go before the bootstrap.
  */
-export function spawnGateway(env: NodeJS.ProcessEnv, stderr: 'inherit' | 'pipe' = 'pipe'): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', '--import', './src/telemetry/register.ts', 'src/cli/main.ts'], {
+export function spawnGateway(env: NodeJS.ProcessEnv, stderr: 'inherit' | 'pipe' = 'pipe', nodeOptions: readonly string[] = []): ChildProcess {
+  return spawn(process.execPath, [...nodeOptions, '--import', './dist/telemetry/register.js', 'dist/cli/main.js'], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', stderr],

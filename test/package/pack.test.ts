@@ -1,8 +1,9 @@
 // The package as a user gets it: packed, installed into an empty project, its README example
-// run there through `threadline/testing`, its types checked, and its bin answering.
+// run there through `threadline/testing`, its types checked, its bin answering, its README's
+// links resolving inside it.
 import { execFile } from 'node:child_process';
-import { copyFileSync, cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join, posix } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { VERSION } from '../../src/version.js';
@@ -32,7 +33,17 @@ interface PackedFile {
   readonly path: string;
 }
 
+/** Relative link targets in `markdown` outside fenced code blocks, without their anchors. */
+function relativeLinks(markdown: string): string[] {
+  const prose = markdown.replace(/^```[\s\S]*?^```/gm, '');
+  return [...prose.matchAll(/\]\(([^)\s]+)\)/g)]
+    .map((match) => match[1]!.split('#')[0]!)
+    .filter((target) => target !== '' && !/^[a-z]+:/i.test(target));
+}
+
 let packedFiles: string[];
+/** `tar -tv` of the tarball: each entry's mode string by its path inside the package. */
+let packedModes: Map<string, string>;
 let consumer: string;
 
 beforeAll(async () => {
@@ -40,14 +51,24 @@ beforeAll(async () => {
   // Packed from a copy of the sources, so the build neither reads nor replaces this tree's dist/.
   const project = join(temp, 'project');
   mkdirSync(project);
-  for (const file of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md']) copyFileSync(join(ROOT, file), join(project, file));
-  cpSync(join(ROOT, 'src'), join(project, 'src'), { recursive: true });
+  for (const file of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'LICENSE', 'SECURITY.md']) copyFileSync(join(ROOT, file), join(project, file));
+  for (const dir of ['src', 'scripts', 'docs']) cpSync(join(ROOT, dir), join(project, dir), { recursive: true });
+  mkdirSync(join(project, 'bench'));
+  copyFileSync(join(ROOT, 'bench', 'README.md'), join(project, 'bench', 'README.md'));
   symlinkSync(join(ROOT, 'node_modules'), join(project, 'node_modules'), 'dir');
   const packDir = join(temp, 'packed');
   mkdirSync(packDir);
   const packed = await inDir(project, 'npm', ['pack', '--json', '--pack-destination', packDir]);
   const [manifest] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as [{ filename: string; files: PackedFile[] }];
   packedFiles = manifest.files.map((file) => file.path);
+  const listing = await inDir(packDir, 'tar', ['-tvzf', manifest.filename]);
+  packedModes = new Map(
+    listing.stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.split(/\s+/))
+      .map((fields) => [fields.at(-1)!.replace(/^package\//, ''), fields[0]!] as const),
+  );
 
   consumer = join(temp, 'consumer');
   mkdirSync(consumer);
@@ -82,9 +103,20 @@ describe('npm pack', () => {
     for (const file of ['dist/index.js', 'dist/index.d.ts', 'dist/testing/index.js', 'dist/testing/index.d.ts', 'dist/cli/threadline.js']) {
       expect(packedFiles).toContain(file);
     }
-    expect(packedFiles.filter((file) => !file.startsWith('dist/') && !['package.json', 'README.md', 'LICENSE'].includes(file))).toEqual([]);
+    const docs = (file: string) => /^docs\/[^/]+\.md$/.test(file) || file === 'docs/openapi.json';
+    expect(packedFiles.filter((file) => !file.startsWith('dist/') && !docs(file) && !['package.json', 'README.md', 'LICENSE', 'SECURITY.md', 'bench/README.md'].includes(file))).toEqual([]);
     expect(packedFiles.filter((file) => file.endsWith('.map'))).toEqual([]);
     expect(packedFiles.filter((file) => file.startsWith('dist/config/write-') || file.endsWith('sync-version.js'))).toEqual([]);
+  });
+
+  it('ships every file its README links to', () => {
+    const links = relativeLinks(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+    expect(links.length).toBeGreaterThan(10);
+    expect(links.map((link) => posix.normalize(link)).filter((file) => !packedFiles.includes(file))).toEqual([]);
+  });
+
+  it('packs the bin executable', () => {
+    expect(packedModes.get('dist/cli/threadline.js')).toMatch(/^-rwx/);
   });
 });
 
@@ -103,6 +135,36 @@ describe('the installed package', () => {
       }),
     );
     await expect(inDir(consumer, join(BIN, 'tsc'), ['-p', 'tsconfig.json'])).resolves.toBeDefined();
+  });
+
+  it("type-checks every entry point's declarations with skipLibCheck off, as a strict user's build does", async () => {
+    // @types/node, as any Node project has (the install may have brought it already); nothing else of this project's.
+    const nodeTypes = join(consumer, 'node_modules', '@types', 'node');
+    if (!existsSync(nodeTypes)) {
+      mkdirSync(dirname(nodeTypes), { recursive: true });
+      symlinkSync(join(ROOT, 'node_modules', '@types', 'node'), nodeTypes, 'dir');
+    }
+    const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, unknown> };
+    const entries = Object.keys(manifest.exports).filter((entry) => entry !== './package.json');
+    writeFileSync(join(consumer, 'strict.ts'), entries.map((entry, index) => `import * as entry${index} from '${posix.join('threadline', entry)}';\nexport { entry${index} };\n`).join(''));
+    writeFileSync(
+      join(consumer, 'tsconfig.strict.json'),
+      JSON.stringify({
+        compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] },
+        files: ['strict.ts'],
+      }),
+    );
+    const checked = inDir(consumer, join(BIN, 'tsc'), ['-p', 'tsconfig.strict.json']).catch((error: { stdout?: string }) => {
+      throw new Error(`tsc failed:\n${error.stdout ?? String(error)}`);
+    });
+    await expect(checked).resolves.toBeDefined();
+    // Every dependency's declarations are checked too: tens of seconds on two cores.
+  }, 240_000);
+
+  it('installs the bin executable, runnable by its path', async () => {
+    const bin = join(consumer, 'node_modules', 'threadline', 'dist', 'cli', 'threadline.js');
+    expect(statSync(bin).mode & 0o111).toBe(0o111);
+    expect((await inDir(consumer, bin, ['--version'])).stdout.trim()).toBe(VERSION);
   });
 
   it('answers npx threadline --version and --help', async () => {

@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { PID_FILE } from '../../src/store/data-dir-lock.js';
 import { until } from '../helpers/gateway.js';
 import { collectOutput, isolatedEnv } from '../helpers/gateway-process.js';
@@ -20,14 +20,6 @@ const cleanups: (() => void)[] = [];
 afterEach(() => {
   for (const cleanup of cleanups.splice(0).reverse()) cleanup();
 });
-
-beforeAll(async () => {
-  // What `prestart` does, once for the file: each start below skips it (--ignore-scripts).
-  const build = spawn('npm', ['run', 'build'], { cwd: ROOT, env: npmEnv({}), stdio: ['ignore', 'pipe', 'pipe'] });
-  const { output, exited } = collectOutput(build);
-  const code = await exited;
-  if (code !== 0) throw new Error(`npm run build failed (${code}):\n${output()}`);
-}, 180_000);
 
 function npmEnv(vars: Record<string, string>): Record<string, string> {
   return isolatedEnv({ npm_config_update_notifier: 'false', npm_config_fund: 'false', ...vars });
@@ -68,6 +60,7 @@ interface NpmStart {
 /** `npm start` in its own process group (as a terminal's foreground job), once its banner is out. */
 async function npmStart(): Promise<NpmStart> {
   const dataDir = mkdtempSync(join(tmpdir(), 'threadline-npm-start-'));
+  // dist/ is built before the run (test/build-dist.ts), as `prestart` would: --ignore-scripts skips it.
   const npm = spawn('npm', ['start', '--ignore-scripts'], {
     cwd: ROOT,
     env: npmEnv({ THREADLINE_DATA_DIR: dataDir, THREADLINE_LOG_LEVEL: 'warn' }),
