@@ -31,8 +31,9 @@ const PURE = [
   'test/session/**/*.test.ts',
   'test/config/**/*.test.ts',
   'test/errors.test.ts',
-  'test/agent/command-arguments.test.ts',
-  'test/deliveries/target.test.ts',
+  'test/layers.test.ts',
+  'test/gateway/commands/command-arguments.test.ts',
+  'test/deliveries/target-resolver.test.ts',
   'test/forensics/{conversation-traces,find-misroutes,jaeger-json,lost-in-traces,otlp-json,span-tree,trace-file-source,trace-store-search}.test.ts',
 ];
 
