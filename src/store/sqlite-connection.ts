@@ -1,15 +1,9 @@
 import type Database from 'better-sqlite3';
 import { ThreadlineError, messageOf } from '../errors.js';
 import { runDetached } from '../session/index.js';
-import {
-  READ_OPERATIONS,
-  openDatabase,
-  openReadOnlyDatabase,
-  sqliteOperations,
-  type OperationName,
-  type Retention,
-  type SqliteOperations,
-} from './sqlite-operations.js';
+import { openDatabase, openReadOnlyDatabase } from './sqlite-database.js';
+import { READ_OPERATIONS, sqliteOperations, type OperationName, type SqliteOperations } from './sqlite-operations.js';
+import type { Retention } from './sqlite-prune.js';
 
 type Call = readonly [name: OperationName, args: readonly unknown[]];
 

@@ -10,7 +10,12 @@ import {
 } from '../deliveries/delivery.js';
 import { messageOf } from '../errors.js';
 import { sessionIdOfKey, type RoutingSnapshot } from '../session/index.js';
-import type { DeliveryRow, DeliveryStateRow, HistoryRow, OverdueParameters, ProcessRow, Retention, ScheduleRow, UnreportedProcessRow } from './sqlite-operations.js';
+import type { HistoryRow } from './sqlite-history.js';
+import type { DeliveryRow, DeliveryStateRow } from './sqlite-outbox.js';
+import type { OverdueParameters } from './sqlite-overdue-filters.js';
+import type { ProcessRow, UnreportedProcessRow } from './sqlite-processes.js';
+import type { Retention } from './sqlite-prune.js';
+import type { ScheduleRow } from './sqlite-schedules.js';
 import { SqliteConnection } from './sqlite-connection.js';
 import {
   MAX_STATE_IDS,
