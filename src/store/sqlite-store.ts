@@ -118,7 +118,8 @@ function messageLog(thread: SqliteConnection): MessageLog {
           ? {}
           : { idempotencyKey: checks.idempotency.key, answer: checks.idempotency.answer, keyExpiresAt: checks.idempotency.expiresAt }),
       }),
-    complete: (id) => thread.call('completeMessage', id),
+    // Bookkeeping after the turn: it rides with the next message's commit.
+    complete: (id) => thread.callLazily('completeMessage', id),
     pending: async () =>
       (await thread.call('pendingMessages')).map((row) => ({
         id: row.id,
@@ -157,7 +158,8 @@ function outbox(thread: SqliteConnection): OutboxStore {
       }
       return { deliveries, nextAt };
     },
-    markDone: (id, leaseUntil) => thread.call('markDone', id, Date.now(), leaseUntil),
+    // Sent already: its record rides with the next message's commit.
+    markDone: (id, leaseUntil) => thread.callLazily('markDone', id, Date.now(), leaseUntil),
     retryAt: (id, dueAt, error, leaseUntil) => thread.call('retryAt', id, dueAt, error, leaseUntil),
     markFailed: (id, error, leaseUntil) => thread.call('markFailed', id, error, Date.now(), leaseUntil),
     releaseLeases: (now) => thread.call('releaseLeases', now),
