@@ -14,6 +14,12 @@ type Call = readonly [name: OperationName, args: readonly unknown[]];
  */
 export const LAZY_COMMIT_MS = 2;
 
+/**
+ * Under load, a commit waits until this long after the last one, gathering the calls made
+ * meanwhile; a call after a quiet spell commits at the next turn as ever.
+ */
+export const BUSY_COMMIT_WINDOW_MS = 1;
+
 interface Caller {
   readonly resolve: (value: unknown) => void;
   readonly reject: (error: unknown) => void;
@@ -26,6 +32,8 @@ interface Caller {
  * still means "durable". Calls run in the order they were made, reads included. A call
  * made with callLazily, bookkeeping no caller waits for, joins the next commit another call
  * makes, or commits within LAZY_COMMIT_MS: one commit then serves it and the next message.
+ * Under load (a call within BUSY_COMMIT_WINDOW_MS of the last commit) the commit waits out
+ * that window, so the calls of the turns meanwhile share it; after a quiet spell, next turn.
  * Opened read-only (openReadOnly), it runs reads alone, each turn's in one deferred transaction:
  * one consistent snapshot that never takes the write lock.
  */
@@ -36,6 +44,8 @@ export class SqliteConnection {
   /** Set while only lazy calls wait: commits them at the end of their window. */
   private lazyTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** performance.now() of the last commit. */
+  private lastCommitAt = Number.NEGATIVE_INFINITY;
   private readonly runBatch: (batch: readonly Call[]) => unknown[];
   private readonly runOne: (name: OperationName, args: readonly unknown[]) => unknown;
 
@@ -101,7 +111,13 @@ export class SqliteConnection {
       // In the root context: the commit serves every session that asked in this turn.
       if (!lazy) {
         this.scheduled = true;
-        runDetached(() => setImmediate(() => this.commit()));
+        const since = performance.now() - this.lastCommitAt;
+        if (since >= BUSY_COMMIT_WINDOW_MS) {
+          runDetached(() => setImmediate(() => this.commit()));
+        } else {
+          clearTimeout(this.lazyTimer);
+          this.lazyTimer = runDetached(() => setTimeout(() => this.commit(), BUSY_COMMIT_WINDOW_MS - since));
+        }
       } else if (this.lazyTimer === undefined) {
         this.lazyTimer = runDetached(() => setTimeout(() => this.commit(), LAZY_COMMIT_MS));
       }
@@ -122,6 +138,7 @@ export class SqliteConnection {
     clearTimeout(this.lazyTimer);
     this.lazyTimer = undefined;
     if (this.queue.length === 0) return;
+    this.lastCommitAt = performance.now();
     const batch = this.queue;
     const callers = this.callers;
     this.queue = [];

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { LAZY_COMMIT_MS, SqliteConnection } from '../../src/store/sqlite-connection.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { BUSY_COMMIT_WINDOW_MS, LAZY_COMMIT_MS, SqliteConnection } from '../../src/store/sqlite-connection.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 
 const tempDir = useTempDir('sqlite-commits');
@@ -29,6 +29,7 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 describe('SqliteConnection commits', () => {
   let connection: SqliteConnection | undefined;
   afterEach(async () => {
+    vi.useRealTimers();
     await connection?.close();
     connection = undefined;
   });
@@ -87,5 +88,31 @@ describe('SqliteConnection commits', () => {
     void connection.callLazily('setHome', 'a', 'webhook:a');
     await nextTurn();
     expect(await connection.call('getHome', 'a')).toBe('webhook:a');
+  });
+
+  it('under load, holds a commit until its window after the last one and lets later turns join it', async () => {
+    // The clock and timers stand still unless advanced; turns (setImmediate) run as ever.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    const { path, connection, opened } = open('busy-window');
+    await connection.call('setHome', 'a', 'webhook:a');
+    expect(commitsInWal(path) - opened).toBe(1);
+    let settled = 0;
+    const soon = connection.call('setHome', 'b', 'webhook:b').then(() => settled++);
+    await nextTurn();
+    await nextTurn();
+    // Right after a commit: it waits for the window, and a later turn's call joins it.
+    expect(commitsInWal(path) - opened).toBe(1);
+    const joined = connection.call('setHome', 'c', 'webhook:c').then(() => settled++);
+    await nextTurn();
+    expect(settled).toBe(0);
+    await vi.advanceTimersByTimeAsync(BUSY_COMMIT_WINDOW_MS);
+    await Promise.all([soon, joined]);
+    expect(commitsInWal(path) - opened).toBe(2);
+    // After a quiet spell a call commits at the next turn, with no timer.
+    vi.advanceTimersByTime(10 * BUSY_COMMIT_WINDOW_MS);
+    const quiet = connection.call('setHome', 'd', 'webhook:d');
+    await nextTurn();
+    expect(commitsInWal(path) - opened).toBe(3);
+    await quiet;
   });
 });
