@@ -8,7 +8,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDatabase, sqliteOperations } from '../src/store/sqlite-operations.js';
+import { openDatabase } from '../src/store/sqlite-database.js';
+import { sqliteOperations } from '../src/store/sqlite-operations.js';
 import { SqliteStore } from '../src/store/sqlite-store.js';
 
 const CHATS = 10_000;

@@ -1,17 +1,24 @@
 import type Database from 'better-sqlite3';
 import { ThreadlineError, messageOf } from '../errors.js';
 import { runDetached } from '../session/index.js';
-import {
-  READ_OPERATIONS,
-  openDatabase,
-  openReadOnlyDatabase,
-  sqliteOperations,
-  type OperationName,
-  type SqliteOperations,
-} from './sqlite-operations.js';
+import { openDatabase, openReadOnlyDatabase } from './sqlite-database.js';
+import { READ_OPERATIONS, sqliteOperations, type OperationName, type SqliteOperations } from './sqlite-operations.js';
 import type { Retention } from './retention.js';
 
 type Call = readonly [name: OperationName, args: readonly unknown[]];
+
+/**
+ * The longest a call nobody waits on (callLazily) waits for another call's commit to join:
+ * long enough for the next message's accept to come at a few hundred a second, short
+ * enough that what waits on its commit (a chat's next delivery) barely notices.
+ */
+export const LAZY_COMMIT_MS = 2;
+
+/**
+ * Under load, a commit waits until this long after the last one, gathering the calls made
+ * meanwhile; a call after a quiet spell commits at the next turn as ever.
+ */
+export const BUSY_COMMIT_WINDOW_MS = 1;
 
 interface Caller {
   readonly resolve: (value: unknown) => void;
@@ -22,7 +29,11 @@ interface Caller {
  * The store's SQLite connection, on the event loop. The calls made in one event-loop turn
  * are committed together in one transaction at the next turn, so the commits grow with the
  * load; each caller's promise settles after the commit that holds its call, so "accepted"
- * still means "durable". Calls run in the order they were made, reads included.
+ * still means "durable". Calls run in the order they were made, reads included. A call
+ * made with callLazily, bookkeeping no caller waits for, joins the next commit another call
+ * makes, or commits within LAZY_COMMIT_MS: one commit then serves it and the next message.
+ * Under load (a call within BUSY_COMMIT_WINDOW_MS of the last commit) the commit waits out
+ * that window, so the calls of the turns meanwhile share it; after a quiet spell, next turn.
  * Opened read-only (openReadOnly), it runs reads alone, each turn's in one deferred transaction:
  * one consistent snapshot that never takes the write lock.
  */
@@ -30,7 +41,11 @@ export class SqliteConnection {
   private queue: Call[] = [];
   private callers: Caller[] = [];
   private scheduled = false;
+  /** Set while only lazy calls wait: commits them at the end of their window. */
+  private lazyTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** performance.now() of the last commit. */
+  private lastCommitAt = Number.NEGATIVE_INFINITY;
   private readonly runBatch: (batch: readonly Call[]) => unknown[];
   private readonly runOne: (name: OperationName, args: readonly unknown[]) => unknown;
 
@@ -73,6 +88,18 @@ export class SqliteConnection {
   }
 
   call<K extends OperationName>(name: K, ...args: Parameters<SqliteOperations[K]>): Promise<ReturnType<SqliteOperations[K]>> {
+    return this.enqueue(name, args, false);
+  }
+
+  /**
+   * As call, for a write no caller waits on: it is committed with the next call's commit, or
+   * within LAZY_COMMIT_MS if none comes. Its promise still settles only after that commit.
+   */
+  callLazily<K extends OperationName>(name: K, ...args: Parameters<SqliteOperations[K]>): Promise<ReturnType<SqliteOperations[K]>> {
+    return this.enqueue(name, args, true);
+  }
+
+  private enqueue<K extends OperationName>(name: K, args: readonly unknown[], lazy: boolean): Promise<ReturnType<SqliteOperations[K]>> {
     if (this.closed) return Promise.reject(new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} is closed`));
     if (this.closeReadOnly !== undefined && !READ_OPERATIONS.has(name)) {
       return Promise.reject(new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} is open read-only: ${name} would change it`));
@@ -80,10 +107,19 @@ export class SqliteConnection {
     return new Promise((resolve, reject) => {
       this.queue.push([name, args]);
       this.callers.push({ resolve: resolve as (value: unknown) => void, reject });
-      if (!this.scheduled) {
+      if (this.scheduled) return;
+      // In the root context: the commit serves every session that asked in this turn.
+      if (!lazy) {
         this.scheduled = true;
-        // In the root context: the commit serves every session that asked in this turn.
-        runDetached(() => setImmediate(() => this.commit()));
+        const since = performance.now() - this.lastCommitAt;
+        if (since >= BUSY_COMMIT_WINDOW_MS) {
+          runDetached(() => setImmediate(() => this.commit()));
+        } else {
+          clearTimeout(this.lazyTimer);
+          this.lazyTimer = runDetached(() => setTimeout(() => this.commit(), BUSY_COMMIT_WINDOW_MS - since));
+        }
+      } else if (this.lazyTimer === undefined) {
+        this.lazyTimer = runDetached(() => setTimeout(() => this.commit(), LAZY_COMMIT_MS));
       }
     });
   }
@@ -99,7 +135,10 @@ export class SqliteConnection {
 
   private commit(): void {
     this.scheduled = false;
+    clearTimeout(this.lazyTimer);
+    this.lazyTimer = undefined;
     if (this.queue.length === 0) return;
+    this.lastCommitAt = performance.now();
     const batch = this.queue;
     const callers = this.callers;
     this.queue = [];

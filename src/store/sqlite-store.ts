@@ -10,8 +10,12 @@ import {
 } from '../session/delivery.js';
 import { messageOf } from '../errors.js';
 import { sessionIdOfKey, type RoutingSnapshot } from '../session/index.js';
+import type { HistoryRow } from './sqlite-history.js';
+import type { DeliveryRow, DeliveryStateRow } from './sqlite-outbox.js';
+import type { OverdueParameters } from './sqlite-overdue-filters.js';
+import type { ProcessRow, UnreportedProcessRow } from './sqlite-processes.js';
 import type { Retention } from './retention.js';
-import type { DeliveryRow, DeliveryStateRow, HistoryRow, OverdueParameters, ProcessRow, ScheduleRow, UnreportedProcessRow } from './sqlite-operations.js';
+import type { ScheduleRow } from './sqlite-schedules.js';
 import { SqliteConnection } from './sqlite-connection.js';
 import {
   MAX_STATE_IDS,
@@ -114,7 +118,8 @@ function messageLog(thread: SqliteConnection): MessageLog {
           ? {}
           : { idempotencyKey: checks.idempotency.key, answer: checks.idempotency.answer, keyExpiresAt: checks.idempotency.expiresAt }),
       }),
-    complete: (id) => thread.call('completeMessage', id),
+    // Bookkeeping after the turn: it rides with the next message's commit.
+    complete: (id) => thread.callLazily('completeMessage', id),
     pending: async () =>
       (await thread.call('pendingMessages')).map((row) => ({
         id: row.id,
@@ -153,7 +158,8 @@ function outbox(thread: SqliteConnection): OutboxStore {
       }
       return { deliveries, nextAt };
     },
-    markDone: (id, leaseUntil) => thread.call('markDone', id, Date.now(), leaseUntil),
+    // Sent already: its record rides with the next message's commit.
+    markDone: (id, leaseUntil) => thread.callLazily('markDone', id, Date.now(), leaseUntil),
     retryAt: (id, dueAt, error, leaseUntil) => thread.call('retryAt', id, dueAt, error, leaseUntil),
     markFailed: (id, error, leaseUntil) => thread.call('markFailed', id, error, Date.now(), leaseUntil),
     releaseLeases: (now) => thread.call('releaseLeases', now),

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { formatDestination } from '../../session/delivery.js';
-import { HISTORY_RETENTION_MS } from '../sqlite-operations.js';
+import { HISTORY_RETENTION_MS } from '../sqlite-prune.js';
 import type { HistoryEntry, HistoryLog } from '../store.js';
 import type { RedisKeys } from './redis-keys.js';
 import { atLeastZero, guarded, luaScript } from './redis-scripts.js';
