@@ -8,17 +8,21 @@ import type { Retention } from './retention.js';
 type Call = readonly [name: OperationName, args: readonly unknown[]];
 
 /**
- * The longest a call nobody waits on (callLazily) waits for another call's commit to join:
- * long enough for the next message's accept to come at a few hundred a second, short
- * enough that what waits on its commit (a chat's next delivery) barely notices.
+ * While busy, the longest a call nobody waits on (callLazily) waits for another call's
+ * commit to join: long enough for the next message's accept at a few hundred a second,
+ * short enough that what waits on its commit (a chat's next delivery) barely notices.
  */
 export const LAZY_COMMIT_MS = 2;
 
-/**
- * Under load, a commit waits until this long after the last one, gathering the calls made
- * meanwhile; a call after a quiet spell commits at the next turn as ever.
- */
+/** While busy, a commit waits until this long after the last one, gathering the calls made meanwhile. */
 export const BUSY_COMMIT_WINDOW_MS = 1;
+
+/**
+ * Busy: a commit held awaited calls made in two runs of code or more (not one caller's
+ * calls side by side) this recently, so callers overlap. One caller's chained calls never
+ * do; under load the window gathers them, so busy holds.
+ */
+export const BUSY_HOLD_MS = 20;
 
 interface Caller {
   readonly resolve: (value: unknown) => void;
@@ -32,8 +36,9 @@ interface Caller {
  * still means "durable". Calls run in the order they were made, reads included. A call
  * made with callLazily, bookkeeping no caller waits for, joins the next commit another call
  * makes, or commits within LAZY_COMMIT_MS: one commit then serves it and the next message.
- * Under load (a call within BUSY_COMMIT_WINDOW_MS of the last commit) the commit waits out
- * that window, so the calls of the turns meanwhile share it; after a quiet spell, next turn.
+ * Both only while the connection is busy (callers overlapped within BUSY_HOLD_MS): then a commit also waits out BUSY_COMMIT_WINDOW_MS after the last one, so
+ * the calls of the turns meanwhile share it. Otherwise each commits at the next turn, as
+ * one caller's chained calls need: a timer's wake-up costs more than the commit it saves.
  * Opened read-only (openReadOnly), it runs reads alone, each turn's in one deferred transaction:
  * one consistent snapshot that never takes the write lock.
  */
@@ -46,6 +51,12 @@ export class SqliteConnection {
   private closed = false;
   /** performance.now() of the last commit. */
   private lastCommitAt = Number.NEGATIVE_INFINITY;
+  /** Set from an awaited call until the microtasks queued by then have run: one run of code. */
+  private inRun = false;
+  /** Runs of code whose awaited calls wait in the queue. */
+  private runsQueued = 0;
+  /** performance.now() of the last commit that held awaited calls of two runs or more. */
+  private lastOverlapAt = Number.NEGATIVE_INFINITY;
   private readonly runBatch: (batch: readonly Call[]) => unknown[];
   private readonly runOne: (name: OperationName, args: readonly unknown[]) => unknown;
 
@@ -107,21 +118,32 @@ export class SqliteConnection {
     return new Promise((resolve, reject) => {
       this.queue.push([name, args]);
       this.callers.push({ resolve: resolve as (value: unknown) => void, reject });
-      if (this.scheduled) return;
-      // In the root context: the commit serves every session that asked in this turn.
-      if (!lazy) {
-        this.scheduled = true;
-        const since = performance.now() - this.lastCommitAt;
-        if (since >= BUSY_COMMIT_WINDOW_MS) {
-          runDetached(() => setImmediate(() => this.commit()));
-        } else {
-          clearTimeout(this.lazyTimer);
-          this.lazyTimer = runDetached(() => setTimeout(() => this.commit(), BUSY_COMMIT_WINDOW_MS - since));
-        }
-      } else if (this.lazyTimer === undefined) {
-        this.lazyTimer = runDetached(() => setTimeout(() => this.commit(), LAZY_COMMIT_MS));
+      if (!lazy && !this.inRun) {
+        this.inRun = true;
+        this.runsQueued++;
+        queueMicrotask(() => (this.inRun = false));
       }
+      this.schedule(lazy);
     });
+  }
+
+  /** Arms the commit of the queue, in the root context: it serves every session that asked meanwhile. */
+  private schedule(lazy: boolean): void {
+    if (this.scheduled) return;
+    const now = performance.now();
+    const busy = now - this.lastOverlapAt < BUSY_HOLD_MS;
+    if (lazy && busy) {
+      this.lazyTimer ??= runDetached(() => setTimeout(() => this.commit(), LAZY_COMMIT_MS));
+      return;
+    }
+    this.scheduled = true;
+    const since = now - this.lastCommitAt;
+    if (!busy || since >= BUSY_COMMIT_WINDOW_MS) {
+      runDetached(() => setImmediate(() => this.commit()));
+      return;
+    }
+    clearTimeout(this.lazyTimer);
+    this.lazyTimer = runDetached(() => setTimeout(() => this.commit(), BUSY_COMMIT_WINDOW_MS - since));
   }
 
   /** Refuses more from now on, commits what was asked before, and closes the database. */
@@ -139,6 +161,8 @@ export class SqliteConnection {
     this.lazyTimer = undefined;
     if (this.queue.length === 0) return;
     this.lastCommitAt = performance.now();
+    if (this.runsQueued >= 2) this.lastOverlapAt = this.lastCommitAt;
+    this.runsQueued = 0;
     const batch = this.queue;
     const callers = this.callers;
     this.queue = [];

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { BUSY_COMMIT_WINDOW_MS, LAZY_COMMIT_MS, SqliteConnection } from '../../src/store/sqlite-connection.js';
+import { BUSY_COMMIT_WINDOW_MS, BUSY_HOLD_MS, LAZY_COMMIT_MS, SqliteConnection } from '../../src/store/sqlite-connection.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 
 const tempDir = useTempDir('sqlite-commits');
@@ -57,44 +57,78 @@ describe('SqliteConnection commits', () => {
     expect(commitsInWal(path) - opened).toBe(2);
   });
 
-  it('lets a lazy write of one turn join the commit of a call made in a later turn', async () => {
+  /** Commits the calls of two callers, the second made after the first's code ran: the connection is busy after. */
+  async function makeBusy(connection: SqliteConnection): Promise<void> {
+    const first = connection.call('setHome', 'x', 'webhook:x');
+    await Promise.resolve();
+    await Promise.all([first, connection.call('setHome', 'y', 'webhook:y')]);
+  }
+
+  /** The clock and timers stand still unless advanced; turns (setImmediate) run as ever. */
+  const freezeTimers = () => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+
+  it("commits one caller's chained calls at the next turn each, lazy ones too, with no timer", async () => {
+    freezeTimers();
+    const { path, connection, opened } = open('quiet');
+    // Side by side in one run of code: one caller, not two.
+    await Promise.all([connection.call('setHome', 'a', 'webhook:a'), connection.call('setHome', 'a2', 'webhook:a2')]);
+    const lazy = connection.callLazily('setHome', 'b', 'webhook:b');
+    await nextTurn();
+    expect(commitsInWal(path) - opened).toBe(2);
+    await lazy;
+    const next = connection.call('setHome', 'c', 'webhook:c');
+    await nextTurn();
+    expect(commitsInWal(path) - opened).toBe(3);
+    await next;
+  });
+
+  it('while busy, lets a lazy write join the commit of a call made in a later turn', async () => {
+    freezeTimers();
     const { path, connection, opened } = open('lazy-joins');
+    await makeBusy(connection);
     let lazySettled = false;
     const lazy = connection.callLazily('setHome', 'a', 'webhook:a').then(() => {
       lazySettled = true;
       return commitsInWal(path);
     });
     await nextTurn();
+    await nextTurn();
     // Not committed yet, so not settled: it waits for company.
-    expect(commitsInWal(path) - opened).toBe(0);
+    expect(commitsInWal(path) - opened).toBe(1);
     expect(lazySettled).toBe(false);
     const call = connection.call('setHome', 'b', 'webhook:b');
-    expect(await lazy).toBe(opened + 1);
+    await vi.advanceTimersByTimeAsync(BUSY_COMMIT_WINDOW_MS);
+    expect(await lazy).toBe(opened + 2);
     await call;
-    expect(commitsInWal(path) - opened).toBe(1);
+    expect(commitsInWal(path) - opened).toBe(2);
   });
 
-  it('commits a lazy write alone within its window when no other call comes', async () => {
+  it('while busy, commits a lazy write alone at the end of its window when no other call comes', async () => {
+    freezeTimers();
     const { path, connection, opened } = open('lazy-alone');
-    const started = performance.now();
-    await connection.callLazily('setHome', 'a', 'webhook:a');
+    await makeBusy(connection);
+    let settled = false;
+    const lazy = connection.callLazily('setHome', 'a', 'webhook:a').then(() => (settled = true));
+    await vi.advanceTimersByTimeAsync(LAZY_COMMIT_MS - 1);
+    expect(settled).toBe(false);
     expect(commitsInWal(path) - opened).toBe(1);
-    // A timer fires late on a busy machine, never early.
-    expect(performance.now() - started).toBeGreaterThanOrEqual(LAZY_COMMIT_MS - 1);
+    await vi.advanceTimersByTimeAsync(1);
+    await lazy;
+    expect(commitsInWal(path) - opened).toBe(2);
   });
 
   it('commits a lazy write before a later read of the same row sees it', async () => {
     const { connection } = open('lazy-order');
+    await makeBusy(connection);
     void connection.callLazily('setHome', 'a', 'webhook:a');
     await nextTurn();
     expect(await connection.call('getHome', 'a')).toBe('webhook:a');
   });
 
-  it('under load, holds a commit until its window after the last one and lets later turns join it', async () => {
-    // The clock and timers stand still unless advanced; turns (setImmediate) run as ever.
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+  it('while busy, holds a commit until its window after the last one and lets later turns join it', async () => {
+    freezeTimers();
     const { path, connection, opened } = open('busy-window');
-    await connection.call('setHome', 'a', 'webhook:a');
+    await makeBusy(connection);
     expect(commitsInWal(path) - opened).toBe(1);
     let settled = 0;
     const soon = connection.call('setHome', 'b', 'webhook:b').then(() => settled++);
@@ -108,11 +142,34 @@ describe('SqliteConnection commits', () => {
     await vi.advanceTimersByTimeAsync(BUSY_COMMIT_WINDOW_MS);
     await Promise.all([soon, joined]);
     expect(commitsInWal(path) - opened).toBe(2);
-    // After a quiet spell a call commits at the next turn, with no timer.
+    // Past the window a call commits at the next turn, with no timer.
     vi.advanceTimersByTime(10 * BUSY_COMMIT_WINDOW_MS);
-    const quiet = connection.call('setHome', 'd', 'webhook:d');
+    const later = connection.call('setHome', 'd', 'webhook:d');
     await nextTurn();
     expect(commitsInWal(path) - opened).toBe(3);
+    await later;
+  });
+
+  it('stays busy for BUSY_HOLD_MS after calls overlapped, then commits each call at the next turn again', async () => {
+    freezeTimers();
+    const { path, connection, opened } = open('busy-hold');
+    await makeBusy(connection);
+    // One call alone, then another right after its commit: busy holds, so it waits the window.
+    const alone = connection.call('setHome', 'a', 'webhook:a');
+    await vi.advanceTimersByTimeAsync(BUSY_COMMIT_WINDOW_MS);
+    await alone;
+    const held = connection.call('setHome', 'b', 'webhook:b');
+    await nextTurn();
+    expect(commitsInWal(path) - opened).toBe(2);
+    await vi.advanceTimersByTimeAsync(BUSY_COMMIT_WINDOW_MS);
+    await held;
+    expect(commitsInWal(path) - opened).toBe(3);
+    // No overlap for BUSY_HOLD_MS: quiet again, right after a commit too.
+    vi.advanceTimersByTime(BUSY_HOLD_MS);
+    await connection.call('setHome', 'c', 'webhook:c');
+    const quiet = connection.call('setHome', 'd', 'webhook:d');
+    await nextTurn();
+    expect(commitsInWal(path) - opened).toBe(5);
     await quiet;
   });
 });
