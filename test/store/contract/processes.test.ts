@@ -1,23 +1,11 @@
 // The ProcessTable contract, run against every store implementation.
 import { describe, expect, it } from 'vitest';
 import type { ProcessRecord } from '../../../src/store/store.js';
-import { chat, routingOf } from '../store.fixture.js';
+import { chat, processRecord } from '../store.fixture.js';
 import { storeImplementations, useStores } from './store-implementations.js';
 
 const ROOMY = { maxPerDestination: 100, maxTotal: 100 };
 
-function processRecord(id: string, chatId = 'c:1', threadId?: string): ProcessRecord {
-  return {
-    id,
-    origin: routingOf(chatId, 'tl_session', threadId),
-    destination: chat(chatId, threadId),
-    command: `sleep 5 # ${id}`,
-    pid: 4242,
-    startedAt: 1_000,
-    notifyOnComplete: true,
-    progressSent: 0,
-  };
-}
 const ids = (records: readonly { id: string }[]) => records.map((record) => record.id);
 
 for (const implementation of storeImplementations()) describe(`${implementation.name} processes`, () => {

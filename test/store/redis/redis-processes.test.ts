@@ -1,25 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { DeliveryState, ProcessRecord } from '../../../src/store/store.js';
+import type { DeliveryState } from '../../../src/store/store.js';
 import { useRedis } from '../../helpers/redis.js';
-import { chat, routingOf } from '../store.fixture.js';
+import { processRecord, routingOf } from '../store.fixture.js';
 import { useRedisStores } from './redis-store.fixture.js';
 
 const redis = useRedis();
 const openStore = useRedisStores(redis);
 const ROOMY = { maxPerDestination: 100, maxTotal: 100 };
-
-function processRecord(id: string, chatId = 'c:1', threadId?: string): ProcessRecord {
-  return {
-    id,
-    origin: routingOf(chatId, 'tl_session', threadId),
-    destination: chat(chatId, threadId),
-    command: `sleep 5 # ${id}`,
-    pid: 4242,
-    startedAt: 1_000,
-    notifyOnComplete: true,
-    progressSent: 0,
-  };
-}
 
 describe('RedisStore processes and the outbox', () => {
   it('reads only the notices\' statuses without noticeStates: a done one is left out, none is made up', async () => {
