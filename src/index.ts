@@ -1,6 +1,9 @@
 export * from './errors.js';
 export * from './session/index.js';
 export type { Agent, Turn } from './agent/agent.js';
+export { defineTool, type ToolDefinition } from './tools/define-tool.js';
+export type { Tool, ToolCall, ToolResult } from './tools/tool.js';
+export type { JsonSchema, ToolInput, ToolInputSchema } from './tools/tool-input.js';
 export { CommandAgent, HELP_TEXT } from './gateway/commands/command-agent.js';
 export { commandOf } from './gateway/commands/command.js';
 export type { Platform, InboundMessage, OutboundMessage, Intake, AcceptedMessage, Idempotency } from './platforms/platform.js';

@@ -1,5 +1,4 @@
 import { SpanKind, context, trace } from '@opentelemetry/api';
-import Value from 'typebox/value';
 import { ThreadlineError } from '../errors.js';
 import { currentSession, getSession, recordFailure, withSession } from '../session/index.js';
 import { threadlineTracer } from '../telemetry/tracer.js';
@@ -22,14 +21,14 @@ export type Authorize = (toolName: string) => Promise<boolean>;
  * variables name, so a tool reads its routing from the context either way; inside one the
  * environment is never read (pitfall: Stale environment fallback).
  */
-export async function executeTool(tool: Tool, args: unknown, call: ToolCall & { readonly authorize: Authorize }): Promise<ToolResult> {
+export async function executeTool<Input>(tool: Tool<Input>, args: unknown, call: ToolCall & { readonly authorize: Authorize }): Promise<ToolResult> {
   // Async: malformed variables (TL_SESSION_INVALID) reject the call instead of throwing past it.
   const fromEnvironment = getSession() === undefined ? currentSession() : undefined;
   if (fromEnvironment === undefined) return traced(tool, args, call);
   return withSession(fromEnvironment, () => context.with(markedFromEnvironment(), () => traced(tool, args, call)));
 }
 
-function traced(tool: Tool, args: unknown, call: ToolCall & { readonly authorize: Authorize }): Promise<ToolResult> {
+function traced<Input>(tool: Tool<Input>, args: unknown, call: ToolCall & { readonly authorize: Authorize }): Promise<ToolResult> {
   return tracer.startActiveSpan(
     `execute_tool ${tool.name}`,
     {
@@ -43,7 +42,7 @@ function traced(tool: Tool, args: unknown, call: ToolCall & { readonly authorize
     },
     async (span) => {
       try {
-        const checked = checkArguments(tool, args);
+        const checked = await tool.input.check(args, tool.name);
         if (tool.adminOnly && !(await call.authorize(tool.name))) {
           throw new ThreadlineError('TL_NOT_ADMIN', `${tool.name} is for admins (THREADLINE_ADMINS)`);
         }
@@ -58,14 +57,6 @@ function traced(tool: Tool, args: unknown, call: ToolCall & { readonly authorize
       }
     },
   );
-}
-
-/** The arguments as the schema states them, or TL_TOOL_INPUT naming the first problem. */
-export function checkArguments(tool: Tool, args: unknown): Record<string, unknown> {
-  if (Value.Check(tool.parameters, args)) return args as Record<string, unknown>;
-  const [first] = Value.Errors(tool.parameters, args);
-  const where = first === undefined || first.instancePath === '' ? '' : ` at ${first.instancePath.slice(1)}`;
-  throw new ThreadlineError('TL_TOOL_INPUT', `${tool.name}: ${first?.message ?? 'arguments do not match its schema'}${where}`);
 }
 
 /** The span of the tool call running now, for a tool that captures its routing (the link of later work). */

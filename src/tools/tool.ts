@@ -1,26 +1,28 @@
-import type { TObject } from 'typebox';
 import type { Attachment } from '../session/delivery.js';
+import type { ToolInput } from './tool-input.js';
 
 /**
- * A tool the agent (a command, or the model) can call. It reads platform, chat and thread
- * from the active context through the session core (getSession, requireSession, sessionEnv),
- * never from an argument: the gateway runs each call inside the turn's session, and code
- * outside the gateway falls back to the THREADLINE_SESSION_* variables.
+ * A tool the agent (a command, or the model) can call; made with defineTool. It reads
+ * platform, chat and thread from the active context through the session core (getSession,
+ * requireSession, sessionEnv), never from an argument: the gateway runs each call inside the
+ * turn's session, and code outside the gateway falls back to the THREADLINE_SESSION_* variables.
  */
-export interface Tool {
+export interface Tool<Input = Record<string, unknown>> {
   /** `gen_ai.tool.name`, and the function name the model calls. */
   readonly name: string;
   /** What the model is told the tool does. */
   readonly description: string;
-  /** Its arguments (TypeBox, so JSON Schema): checked before every call, whoever makes it. */
-  readonly parameters: TObject;
-  /** Only senders in THREADLINE_ADMINS may call it. */
+  /** Its arguments: the JSON Schema the model is shown, checked before every call, whoever makes it. */
+  readonly input: ToolInput<Input>;
+  /** Only senders in THREADLINE_ADMINS are offered it and may call it. */
   readonly adminOnly: boolean;
+  /** The platforms whose turns are offered it; undefined: every platform. */
+  readonly platforms?: readonly string[] | undefined;
   /**
    * Runs the call; resolves with what the caller is told (one line or a few). Throws a
    * ThreadlineError (TL_TOOL_INPUT, TL_TOOL_LIMIT, ...) whose message the user may read.
    */
-  run(args: Record<string, unknown>, call: ToolCall): Promise<ToolResult>;
+  run(input: Input, call: ToolCall): Promise<ToolResult>;
 }
 
 /** One call of a tool. */

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import type { Tool } from '../tool.js';
+import { defineTool } from '../define-tool.js';
 import { addJob } from './add-job.js';
 import type { CronToolContext } from './cron-tool-context.js';
 import { MAX_JOB_TEXT_CHARS, checkJobText } from './job-text.js';
@@ -15,10 +16,10 @@ const parameters = Type.Object(
 
 /** `remind`: one message to this chat and thread after a delay; anyone may set one. */
 export function remindTool(context: CronToolContext): Tool {
-  return {
+  return defineTool({
     name: 'remind',
     description: 'Sends a reminder to this chat (and thread) once, after a delay from 1 second to 365 days.',
-    parameters,
+    input: parameters,
     adminOnly: false,
     async run(args, call) {
       const text = checkJobText(args['text'] as string);
@@ -27,5 +28,5 @@ export function remindTool(context: CronToolContext): Tool {
       const job = await addJob(context, { text, target: { to: 'origin' }, nextAt }, call.idempotencyKey);
       return { text: `Reminder ${job.id} set for ${new Date(job.nextAt).toISOString()} (in ${delay.trim()}).` };
     },
-  };
+  });
 }

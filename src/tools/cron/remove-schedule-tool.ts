@@ -4,14 +4,15 @@ import { destinationOf } from '../../session/routing-mismatch.js';
 import { ThreadlineError } from '../../errors.js';
 import { requireSession } from '../../session/index.js';
 import type { Tool } from '../tool.js';
+import { defineTool } from '../define-tool.js';
 import type { CronToolContext } from './cron-tool-context.js';
 
 /** `remove_schedule` (admins): removes a job of this chat and thread; another chat's is not found here. */
 export function removeScheduleTool(context: CronToolContext): Tool {
-  return {
+  return defineTool({
     name: 'remove_schedule',
     description: 'Removes a reminder or cron job of this chat by its id (list_schedules shows them).',
-    parameters: Type.Object({ id: Type.String({ minLength: 1, maxLength: 40 }) }, { additionalProperties: false }),
+    input: Type.Object({ id: Type.String({ minLength: 1, maxLength: 40 }) }, { additionalProperties: false }),
     adminOnly: true,
     async run(args) {
       const id = (args['id'] as string).trim();
@@ -25,5 +26,5 @@ export function removeScheduleTool(context: CronToolContext): Tool {
       await context.scheduler.removed(job);
       return { text: `Removed ${job.cron === undefined ? 'reminder' : 'cron job'} ${id}.` };
     },
-  };
+  });
 }

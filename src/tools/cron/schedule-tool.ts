@@ -3,6 +3,7 @@ import { ThreadlineError } from '../../errors.js';
 import { parseTarget, type Target } from '../../session/target.js';
 import type { ScheduleRecord } from '../../store/store.js';
 import type { Tool } from '../tool.js';
+import { defineTool } from '../define-tool.js';
 import { addJob } from './add-job.js';
 import { DEFAULT_TIMEZONE, checkTimezone, parseCron } from './cron-expression.js';
 import type { CronToolContext } from './cron-tool-context.js';
@@ -26,11 +27,11 @@ const parameters = Type.Object(
 
 /** `schedule` (admins): a cron job or a one-shot, delivered to this chat, a home channel or any chat. */
 export function scheduleTool(context: CronToolContext): Tool {
-  return {
+  return defineTool({
     name: 'schedule',
     description:
       'Schedules a message: repeating on a cron expression, or once after a delay (give exactly one of cron, delay). Delivers to this chat unless a target is given.',
-    parameters,
+    input: parameters,
     adminOnly: true,
     async run(args, call) {
       const { services } = context;
@@ -55,7 +56,7 @@ export function scheduleTool(context: CronToolContext): Tool {
       const kind = job.cron === undefined ? 'One-shot' : `Cron job "${job.cron}" (${job.timezone ?? DEFAULT_TIMEZONE})`;
       return { text: `${kind} ${job.id} scheduled to ${job.target}; next run ${new Date(job.nextAt).toISOString()}.` };
     },
-  };
+  });
 }
 
 /** Stores a cron job after checking its zone and expression; TL_TOOL_INPUT when it never runs again. */

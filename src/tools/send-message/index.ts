@@ -6,6 +6,7 @@ import { formatDestination, type Destination } from '../../session/delivery.js';
 import { parseTarget } from '../../session/target.js';
 import { activeContext, captureRouting, contextWithSession, currentSession, getSession, type Session } from '../../session/index.js';
 import type { Tool } from '../tool.js';
+import { defineTool } from '../define-tool.js';
 import type { ToolServices } from '../tool-services.js';
 import { toolSurface } from '../tool-surface.js';
 
@@ -27,10 +28,10 @@ const parameters = Type.Object(
  */
 export function createSendMessage(services: ToolServices, options: { readonly historyKeep: number }): Tool {
   const targets = new TargetResolver(services.store.homes, services.platforms);
-  return {
+  return defineTool({
     name: 'send_message',
     description: 'Send a message to this or another chat or thread (target: origin, home, home:<platform>, or <platform>:<chat>[:<thread>]).',
-    parameters,
+    input: parameters,
     adminOnly: true,
     async run(args) {
       const { target: targetText, text } = args as { target: string; text: string };
@@ -46,7 +47,7 @@ export function createSendMessage(services: ToolServices, options: { readonly hi
       await services.store.history.mirror(destination, { role: 'user', text, source, at: services.clock.now() }, options.historyKeep);
       return { text: `Sent to ${formatDestination(destination)}.` };
     },
-  };
+  });
 }
 
 /**

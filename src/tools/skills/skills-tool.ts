@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import type { Tool } from '../tool.js';
+import { defineTool } from '../define-tool.js';
 import { MAX_SKILL_FILES } from './skill-limits.js';
 import { selectSkills } from './skill-selection.js';
 import { toolSurface } from '../tool-surface.js';
@@ -16,13 +17,13 @@ const MAX_LINE_CHARS = 240;
  * when it changed.
  */
 export function createSkillsTool(catalog: () => SkillCatalog, disabled: ReadonlyMap<string, ReadonlySet<string>>): Tool {
-  return {
+  return defineTool({
     name: 'skills',
     description: 'Lists the skills (operator instructions in the system prompt) that apply in this chat, and skill files that are broken.',
-    parameters: Type.Object({}, { additionalProperties: false }),
+    input: Type.Object({}, { additionalProperties: false }),
     adminOnly: false,
     run: async () => ({ text: describeSkills(catalog(), toolSurface(), disabled) }),
-  };
+  });
 }
 
 /** The tool's answer for `surface`. */

@@ -5,6 +5,7 @@ import { destinationOf } from '../../session/routing-mismatch.js';
 import { requireSession } from '../../session/index.js';
 import type { ProcessRecord } from '../../store/store.js';
 import type { Tool } from '../tool.js';
+import { defineTool } from '../define-tool.js';
 import type { ToolServices } from '../tool-services.js';
 import type { TerminalConfig } from '../tools-config.js';
 import { formatDuration, quoteCommand } from './notification-text.js';
@@ -13,10 +14,10 @@ import type { TerminalWatchers } from './terminal-watchers.js';
 
 /** `list_processes`: the background commands of this chat and thread. */
 export function listProcessesTool(services: ToolServices, config: TerminalConfig): Tool {
-  return {
+  return defineTool({
     name: 'list_processes',
     description: 'Lists the background commands started in this chat and thread: id, pid, state, age and command.',
-    parameters: Type.Object({}, { additionalProperties: false }),
+    input: Type.Object({}, { additionalProperties: false }),
     adminOnly: true,
     async run() {
       requireEnabled(config);
@@ -25,7 +26,7 @@ export function listProcessesTool(services: ToolServices, config: TerminalConfig
       const now = services.clock.now();
       return { text: records.map((record) => describe(record, now)).join('\n') };
     },
-  };
+  });
 }
 
 function describe(record: ProcessRecord, now: number): string {
@@ -35,10 +36,10 @@ function describe(record: ProcessRecord, now: number): string {
 
 /** `kill_process`: ends a background command of this chat and thread (its whole process group). */
 export function killProcessTool(services: ToolServices, config: TerminalConfig, watchers: TerminalWatchers): Tool {
-  return {
+  return defineTool({
     name: 'kill_process',
     description: 'Ends a background command started in this chat (SIGTERM to its process group, SIGKILL after a grace).',
-    parameters: Type.Object({ id: Type.String({ minLength: 1, maxLength: 32, description: 'The id list_processes shows.' }) }, { additionalProperties: false }),
+    input: Type.Object({ id: Type.String({ minLength: 1, maxLength: 32, description: 'The id list_processes shows.' }) }, { additionalProperties: false }),
     adminOnly: true,
     async run(args) {
       requireEnabled(config);
@@ -56,5 +57,5 @@ export function killProcessTool(services: ToolServices, config: TerminalConfig, 
       await watchers.kill(record);
       return { text: `Killing ${id} (${quoteCommand(record.command)}): SIGTERM to its process group now, SIGKILL in a few seconds if it lingers.` };
     },
-  };
+  });
 }

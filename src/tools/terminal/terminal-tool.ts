@@ -8,6 +8,7 @@ import type { ProcessRecord } from '../../store/store.js';
 import { shortIdOf } from '../call-key.js';
 import { systemClock } from '../clock.js';
 import type { Tool, ToolCall, ToolResult } from '../tool.js';
+import { defineTool } from '../define-tool.js';
 import type { ToolServices } from '../tool-services.js';
 import type { TerminalConfig } from '../tools-config.js';
 import { requireEnabled } from './require-enabled.js';
@@ -52,12 +53,12 @@ export interface TerminalToolDeps {
 
 /** The `terminal` tool: a shell command in the foreground (bounded, timed out) or in the background (watched). */
 export function terminalTool(deps: TerminalToolDeps): Tool {
-  return {
+  return defineTool({
     name: 'terminal',
     description:
       'Runs a shell command on the gateway host. Foreground: waits for it (killed after the timeout) and returns its exit status and output tail. ' +
       'background: true starts it and returns its id; notify_on_complete reports its end here, check_interval reports progress.',
-    parameters,
+    input: parameters,
     adminOnly: true,
     async run(raw, call) {
       requireEnabled(deps.config);
@@ -70,7 +71,7 @@ export function terminalTool(deps: TerminalToolDeps): Tool {
       }
       return runInForeground(deps, args.command, call);
     },
-  };
+  });
 }
 
 async function runInForeground(deps: TerminalToolDeps, command: string, call: ToolCall): Promise<ToolResult> {

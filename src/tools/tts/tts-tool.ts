@@ -3,6 +3,7 @@ import { MAX_ATTACHMENT_BYTES } from '../../session/delivery.js';
 import { ThreadlineError } from '../../errors.js';
 import { sessionEnv } from '../../session/index.js';
 import type { Tool, ToolCall, ToolResult } from '../tool.js';
+import { defineTool } from '../define-tool.js';
 import type { TtsConfig } from '../tools-config.js';
 import { speak } from './speak.js';
 import { oggOpusSeconds } from './ogg-duration.js';
@@ -29,10 +30,10 @@ export function createTts(config: TtsConfig, options: TtsOptions = {}): Tool {
   const timeoutMs = options.timeoutMs ?? TTS_TIMEOUT_MS;
   const maxBytes = Math.min(options.maxBytes ?? MAX_ATTACHMENT_BYTES, MAX_ATTACHMENT_BYTES);
   const searchPath = 'searchPath' in options ? options.searchPath : process.env['PATH'];
-  return {
+  return defineTool({
     name: 'tts',
     description: `Speaks a text aloud and sends it to the chat as a voice note (at most ${config.maxChars} characters).`,
-    parameters: Type.Object(
+    input: Type.Object(
       { text: Type.String({ minLength: 1, maxLength: config.maxChars, description: 'What to say, as plain text.' }) },
       { additionalProperties: false },
     ),
@@ -48,7 +49,7 @@ export function createTts(config: TtsConfig, options: TtsOptions = {}): Tool {
         attachment: voiceNoteAttachment(audio, platform),
       };
     },
-  };
+  });
 }
 
 /** The schema checks the call through executeTool; a direct caller gets the same answer here. */

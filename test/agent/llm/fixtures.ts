@@ -6,6 +6,7 @@ import { ThreadlineError } from '../../../src/errors.js';
 import { getSession, type Session, type SessionInput } from '../../../src/session/index.js';
 import type { HistoryLog } from '../../../src/store/store.js';
 import type { Tool } from '../../../src/tools/tool.js';
+import { defineTool } from '../../../src/tools/define-tool.js';
 import type { LlmConfig } from '../../../src/tools/tools-config.js';
 import { MemoryHistory } from './memory-history.js';
 
@@ -24,51 +25,50 @@ export function memoryLogger(): { logger: Logger; lines: string[] } {
 
 /** A tool that answers where it runs: the session it reads from the active context. */
 export function whereTool(seen: (Session | undefined)[] = []): Tool & { seen: (Session | undefined)[] } {
-  return {
+  const tool = defineTool({
     name: 'where',
     description: 'Says which chat it runs in',
-    parameters: Type.Object({}),
-    adminOnly: false,
-    seen,
+    input: Type.Object({}),
     run: async () => {
       const session = getSession();
       seen.push(session);
       return { text: `chat ${session?.chatId ?? 'none'}` };
     },
-  };
+  });
+  return Object.assign(tool, { seen });
 }
 
 /** A tool that always fails as tools do, with a ThreadlineError. */
-export const failingTool: Tool = {
+export const failingTool: Tool = defineTool({
   name: 'remind',
   description: 'Sets a reminder',
-  parameters: Type.Object({ minutes: Type.Integer({ minimum: 1 }) }),
+  input: Type.Object({ minutes: Type.Integer({ minimum: 1 }) }),
   adminOnly: false,
   run: async () => {
     throw new ThreadlineError('TL_TOOL_LIMIT', 'this chat has 5 reminders already; remove one first');
   },
-};
+});
 
 /** A tool that returns a voice note. */
-export const speakTool: Tool = {
+export const speakTool: Tool = defineTool({
   name: 'speak',
   description: 'Says a text as a voice note',
-  parameters: Type.Object({ text: Type.String() }),
+  input: Type.Object({ text: Type.String() }),
   adminOnly: false,
   run: async (args) => ({
     text: 'voice note made',
     attachment: { filename: 'note.ogg', contentType: 'audio/ogg', dataBase64: Buffer.from(String(args['text'])).toString('base64') },
   }),
-};
+});
 
 /** An admin-only tool. */
-export const adminTool: Tool = {
+export const adminTool: Tool = defineTool({
   name: 'shutdown',
   description: 'Stops the host',
-  parameters: Type.Object({}),
+  input: Type.Object({}),
   adminOnly: true,
   run: async () => ({ text: 'stopping' }),
-};
+});
 
 /** Commands answered without the model: records the texts it got. */
 export function commandAgent(handled: string[] = []): Agent & { handled: string[] } {

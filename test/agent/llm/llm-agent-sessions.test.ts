@@ -4,6 +4,7 @@ import { getSession, sessionEnv } from '../../../src/session/index.js';
 import { FakeOpenAI, type FakeChatRequest } from '../../../src/testing/fake-openai.js';
 import { installTestTelemetry } from '../../../src/testing/test-telemetry.js';
 import type { Tool } from '../../../src/tools/tool.js';
+import { defineTool } from '../../../src/tools/define-tool.js';
 import { CHAT_A, CHAT_B, llmAgent, llmConfig } from './fixtures.js';
 import { MemoryHistory } from './memory-history.js';
 import { startTurn } from './run-turn.js';
@@ -35,10 +36,10 @@ describe('LlmAgent with two sessions at once', () => {
     const record = (label: string): void => {
       seen.push({ label, chatId: getSession()?.chatId, threadEnv: sessionEnv('THREADLINE_SESSION_THREAD_ID') ?? 'none' });
     };
-    const hold: Tool = {
+    const hold: Tool = defineTool({
       name: 'hold',
       description: 'Waits',
-      parameters: Type.Object({ label: Type.String() }),
+      input: Type.Object({ label: Type.String() }),
       adminOnly: false,
       run: async (args) => {
         record(`${String(args['label'])} before`);
@@ -48,7 +49,7 @@ describe('LlmAgent with two sessions at once', () => {
         record(`${String(args['label'])} after`);
         return { text: `held ${String(getSession()?.chatId)}` };
       },
-    };
+    });
     // The fake tells the sessions apart by the user's text only, never by routing.
     model = await FakeOpenAI.start((request) => {
       const lastMessage = request.body.messages.at(-1)!;

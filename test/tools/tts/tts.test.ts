@@ -45,7 +45,7 @@ describe('the tts tool', () => {
     const tts = createTts({ voice: 'en', maxChars: 20 });
     expect(tts.adminOnly).toBe(false);
     // What the model is shown: the limit is in the schema, not only enforced.
-    expect(JSON.parse(JSON.stringify(tts.parameters))).toMatchObject({ properties: { text: { minLength: 1, maxLength: 20 } }, required: ['text'] });
+    expect(JSON.parse(JSON.stringify(tts.input.jsonSchema))).toMatchObject({ properties: { text: { minLength: 1, maxLength: 20 } }, required: ['text'] });
     const authorize = async () => false;
     for (const text of ['', 'x'.repeat(21)]) {
       const error = await failure(executeTool(tts, { text }, { ...call(), authorize }));

@@ -1,0 +1,59 @@
+import type { StandardSchemaV1 } from '@standard-schema/spec';
+import { ThreadlineError } from '../errors.js';
+import type { Tool, ToolCall, ToolResult } from './tool.js';
+import { isStandardSchema, jsonSchemaInput, standardInput, type JsonSchema, type ToolInputSchema } from './tool-input.js';
+
+/** What a model API accepts as a function name. */
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** A tool as its author writes it; see defineTool. */
+export interface ToolDefinition<Schema extends ToolInputSchema, Input> {
+  /** The function name the model calls: letters, digits, `_` and `-`, at most 64. */
+  readonly name: string;
+  /** What the model is told the tool does, and when to call it. */
+  readonly description: string;
+  /** Its arguments: a Standard Schema (zod 4, valibot, arktype) or a JSON Schema, of an object. */
+  readonly input: Schema;
+  /** The JSON Schema the model is shown, for a Standard Schema that cannot convert itself. */
+  readonly parameters?: JsonSchema | undefined;
+  /** Offered to, and callable by, senders in THREADLINE_ADMINS only. Default false. */
+  readonly adminOnly?: boolean | undefined;
+  /** Offered in turns of these platforms only. Default: every platform. */
+  readonly platforms?: readonly string[] | undefined;
+  /**
+   * Runs a call with its checked input, inside the turn's session: read chat and thread with
+   * getSession() or requireSession(). What it returns (a string, or text with a file) is what
+   * the model is told; a ThreadlineError thrown is told to the model as `error: <message>`.
+   */
+  run(input: Input, call: ToolCall): Promise<ToolResult | string> | ToolResult | string;
+}
+
+/**
+ * Makes a tool from its definition: the input's JSON Schema derived once, its check compiled
+ * once. TL_CONFIG_INVALID for a name a model cannot call, or an input that is no object schema.
+ */
+export function defineTool<Schema extends StandardSchemaV1>(
+  definition: ToolDefinition<Schema, StandardSchemaV1.InferOutput<Schema>>,
+): Tool<StandardSchemaV1.InferOutput<Schema>>;
+export function defineTool(definition: ToolDefinition<JsonSchema, Record<string, unknown>>): Tool;
+export function defineTool(definition: ToolDefinition<ToolInputSchema, unknown>): Tool<unknown> {
+  const { name, description, input: schema, parameters, adminOnly = false, platforms, run } = definition;
+  if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
+    throw new ThreadlineError('TL_CONFIG_INVALID', `A tool name is 1 to 64 letters, digits, _ or -: ${JSON.stringify(String(name).slice(0, 80))} is not`);
+  }
+  if (typeof description !== 'string' || description.trim() === '') {
+    throw new ThreadlineError('TL_CONFIG_INVALID', `Tool ${name}: a description says the model what it does`);
+  }
+  const input = isStandardSchema(schema) ? standardInput(schema, name, parameters) : jsonSchemaInput(schema, name);
+  return {
+    name,
+    description,
+    input,
+    adminOnly,
+    platforms: platforms === undefined ? undefined : [...platforms],
+    async run(checked, call) {
+      const result = await run(checked, call);
+      return typeof result === 'string' ? { text: result } : result;
+    },
+  };
+}
