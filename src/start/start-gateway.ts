@@ -8,6 +8,7 @@ import { LlmAgent } from '../agent/llm/llm-agent.js';
 import { systemClock, type Clock } from '../tools/clock.js';
 import type { Deliverer } from '../tools/deliver-later.js';
 import { createToolbox, type Toolbox } from '../tools/toolbox.js';
+import type { Tool } from '../tools/tool.js';
 import type { Platform } from '../platforms/platform.js';
 import { SlackPlatform } from '../platforms/slack/slack-platform.js';
 import { TelegramPlatform } from '../platforms/telegram/telegram-platform.js';
@@ -44,6 +45,8 @@ export interface GatewayParts {
   readonly agent?: Agent | ((toolbox: Toolbox) => Agent);
   /** Default: the system clock. A test passes a ManualClock to move reminders and progress checks on. */
   readonly clock?: Clock;
+  /** Your own tools (defineTool), offered beside the built-in ones. */
+  readonly tools?: readonly Tool[];
 }
 
 /**
@@ -108,7 +111,7 @@ async function assemble(
       ...(config.redis === undefined ? {} : { instance: config.redis.instanceId, ...(backend === undefined ? {} : { instances: backend.heartbeat }) }),
     },
     config.tools,
-    { schedules: backend?.schedules },
+    { schedules: backend?.schedules, tools: parts.tools },
   );
   const agent = typeof parts.agent === 'function' ? parts.agent(toolbox) : (parts.agent ?? defaultAgent(config, toolbox, store, logger));
   const gateway = new Gateway({

@@ -1,3 +1,4 @@
+import { ThreadlineError } from '../errors.js';
 import { createScheduler, type ScheduleRunnerFactory } from './cron/index.js';
 import { createSendMessage } from './send-message/index.js';
 import { createSkills, type Skills } from './skills/index.js';
@@ -20,6 +21,8 @@ const DEFAULT_HISTORY_KEEP = 40;
 export interface ToolboxParts {
   /** Runs reminders and cron jobs: BullMQ's with several instances on Redis; default the Clock's. */
   readonly schedules?: ScheduleRunnerFactory | undefined;
+  /** Tools beside the built-in ones: the user's own, and those of MCP servers. */
+  readonly tools?: readonly Tool[] | undefined;
 }
 
 /** Builds every tool from the gateway's services; start() and stop() run their background work. */
@@ -33,8 +36,14 @@ export function createToolbox(services: ToolServices, config: ToolsConfig, parts
     createSendMessage(services, { historyKeep: config.llm?.historyMessages ?? DEFAULT_HISTORY_KEEP }),
     createTts(config.tts),
     skills.tool,
+    ...(parts.tools ?? []),
   ];
-  const tools = new Map(all.map((tool) => [tool.name, tool]));
+  const tools = new Map<string, Tool>();
+  for (const tool of all) {
+    // Two tools of one name: the model could not tell which it calls.
+    if (tools.has(tool.name)) throw new ThreadlineError('TL_CONFIG_INVALID', `Two tools are named ${tool.name}: give each tool a name of its own`);
+    tools.set(tool.name, tool);
+  }
   const background: BackgroundWork[] = [terminal.watchers, cron.scheduler];
   return {
     tools,
