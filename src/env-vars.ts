@@ -18,8 +18,8 @@ export function envOneOf<T extends string>(env: NodeJS.ProcessEnv, name: string,
   return value as T;
 }
 
-export function envFlag(env: NodeJS.ProcessEnv, name: string): boolean {
-  const value = envOneOf(env, name, ['1', '0', 'true', 'false'], 'false');
+export function envFlag(env: NodeJS.ProcessEnv, name: string, fallback = false): boolean {
+  const value = envOneOf(env, name, ['1', '0', 'true', 'false'], fallback ? 'true' : 'false');
   return value === '1' || value === 'true';
 }
 

@@ -99,7 +99,7 @@ export const ERROR_CODES = {
   },
   TL_MISROUTE_REFUSED: {
     status: 500,
-    summary: 'THREADLINE_STRICT_ROUTING refused a delivery whose destination differs from its origin routing.',
+    summary: 'Strict routing (THREADLINE_STRICT_ROUTING, on by default) refused a delivery whose destination differs from its origin routing; it is kept as a dead letter.',
   },
   TL_DELIVERY_REJECTED: {
     status: 502,

@@ -13,6 +13,7 @@ import type { Store } from '../store/store.js';
 import { systemClock } from '../tools/clock.js';
 import type { Deliverer } from '../tools/deliver-later.js';
 import { executeTool } from '../tools/execute-tool.js';
+import { ensureContext } from '../telemetry/install-context.js';
 import { createSendMessage } from '../tools/send-message/index.js';
 import { fail, withStore } from './cli-store.js';
 import { dataDirOption } from './deliveries.js';
@@ -27,6 +28,8 @@ export function registerSend(program: Command, io: CliIo): void {
     .addOption(dataDirOption())
     .addHelpText('after', '\nExample, in a command started with /run:\n  threadline send origin "step 2 of 3 done"\n')
     .action(async (target: string, words: string[], options: { dataDir?: string }) => {
+      // The session from the environment is entered like a gateway's: that needs a context manager.
+      ensureContext();
       const answer = await withStore(options.dataDir, io, async (store) => {
         const tool = createSendMessage(
           { deliverer: outboxDeliverer(store), store, clock: systemClock, logger: pino({ level: 'silent' }), dataDir: '', platforms: enabledPlatforms(io.env) },

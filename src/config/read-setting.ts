@@ -48,7 +48,7 @@ export function readInteger(env: NodeJS.ProcessEnv, name: NameOfKind<'integer'>)
 }
 
 export function readFlag(env: NodeJS.ProcessEnv, name: NameOfKind<'flag'>): boolean {
-  return envFlag(env, name);
+  return envFlag(env, name, (setting(name) as Extract<Setting, { kind: 'flag' }>).default);
 }
 
 export function readChoice<N extends NameOfKind<'choice'>>(env: NodeJS.ProcessEnv, name: N): ChoiceOf<N> {

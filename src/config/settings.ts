@@ -59,7 +59,7 @@ interface IntegerSetting extends SettingBase {
 /** `1`/`true` or `0`/`false`, any case. */
 interface FlagSetting extends SettingBase {
   readonly kind: 'flag';
-  readonly default: false;
+  readonly default: boolean;
 }
 
 interface ChoiceSetting extends SettingBase {
@@ -295,8 +295,9 @@ export const SETTINGS = {
   THREADLINE_STRICT_ROUTING: {
     kind: 'flag',
     group: 'turns',
-    default: false,
-    description: '`1`: refuse a delivery whose destination differs from its origin',
+    default: true,
+    description:
+      'a delivery whose destination differs from its origin without an explicit target is refused and kept as a dead letter; `0`: lenient, it is flagged and sent',
   },
   THREADLINE_DELIVERY_MAX_ATTEMPTS: {
     kind: 'integer',

@@ -14,6 +14,11 @@ export interface DeliveryQueue {
    * destination's order. Resolves once it is recorded (the embedded outbox may also have sent it).
    */
   send(delivery: NewDelivery, span: Span): Promise<void>;
+  /**
+   * Keeps a delivery that must not be sent (the misroute guard refused it) as a dead letter
+   * whose last error is `reason`: listed with the failed ones, sent only if retried by hand.
+   */
+  refuse(delivery: NewDelivery, reason: string, span: Span): Promise<void>;
   /** Starts sending what is recorded. */
   start(): Promise<void>;
   /** Stops sending; sends under way get until `deadline` (ms since the epoch). What is not sent stays recorded. */

@@ -83,6 +83,12 @@ export class Outbox implements DeliveryQueue {
     else await this.attempt({ ...delivery, attempts: 0, attemptsSince: delivery.createdAt }, leaseUntil, span);
   }
 
+  async refuse(delivery: NewDelivery, reason: string, span: Span): Promise<void> {
+    if (!(await this.store.addRefused(delivery, reason))) span.setAttribute('delivery.replayed', true);
+    this.failed++;
+    this.metrics.delivery(this.platformLabel(delivery), delivery.kind, 'dead_letter');
+  }
+
   /** Starts the loop. Deliveries an earlier process was sending are due at once; retries keep their time. */
   async start(): Promise<void> {
     const now = Date.now();
@@ -163,7 +169,7 @@ export class Outbox implements DeliveryQueue {
   }
 
   /** The platform as a metric attribute: only names of enabled platforms, so a stored oddity cannot add series. */
-  private platformLabel(delivery: Delivery): string {
+  private platformLabel(delivery: Pick<Delivery, 'destination'>): string {
     return this.platforms.has(delivery.destination.platform) ? delivery.destination.platform : 'unknown';
   }
 

@@ -2,8 +2,9 @@ import { SpanKind, SpanStatusCode, isSpanContextValid, trace, type Attributes, t
 import type { Logger } from 'pino';
 import { ThreadlineError } from '../errors.js';
 import { recordFailure, type RoutingSnapshot, type Session } from '../session/index.js';
-import type { HomeChannels } from '../store/store.js';
-import { MAX_ATTACHMENT_BYTES, formatDestination, type Attachment, type DeliveryKind, type Destination } from '../session/delivery.js';
+import type { HomeChannels, NewDelivery } from '../store/store.js';
+import { MAX_ATTACHMENT_BYTES, formatDestination, type Attachment, type DeliveryKind } from '../session/delivery.js';
+import { destinationOf } from '../session/routing-mismatch.js';
 import type { DeliveryQueue } from './delivery-queue.js';
 import { deliveryAttributes } from './outbox.js';
 import { routingMismatch } from '../session/routing-mismatch.js';
@@ -70,22 +71,20 @@ export class DeliveryRouter {
         span.setAttributes(deliveryAttributes({ id: request.id, kind: request.kind, destination, origin: request.origin }, 1));
         span.setAttribute('delivery.target', target.to);
         const mismatch = routingMismatch(origin, destination);
-        if (target.to === 'origin' && mismatch !== undefined) this.guard(span, mismatch, destination);
         // An anchor is a message of the origin chat: elsewhere it would quote a stranger's.
         const anchored = request.inReplyTo !== undefined && mismatch === undefined;
-        await this.outbox.send(
-          {
-            id: request.id,
-            kind: request.kind,
-            destination,
-            text: request.text,
-            ...(anchored ? { inReplyTo: request.inReplyTo } : {}),
-            ...(request.attachment === undefined ? {} : { attachment: request.attachment }),
-            origin: request.origin,
-            createdAt: Date.now(),
-          },
-          span,
-        );
+        const delivery: NewDelivery = {
+          id: request.id,
+          kind: request.kind,
+          destination,
+          text: request.text,
+          ...(anchored ? { inReplyTo: request.inReplyTo } : {}),
+          ...(request.attachment === undefined ? {} : { attachment: request.attachment }),
+          origin: request.origin,
+          createdAt: Date.now(),
+        };
+        if (target.to === 'origin' && mismatch !== undefined) await this.guard(span, mismatch, delivery);
+        await this.outbox.send(delivery, span);
       } catch (error) {
         recordFailure(span, error);
         throw error;
@@ -100,18 +99,28 @@ export class DeliveryRouter {
     return this.mismatchCount;
   }
 
-  private guard(span: Span, mismatch: Attributes, destination: Destination): void {
+  /**
+   * Records an origin delivery bound elsewhere than its origin: event, ERROR status, metric and
+   * warn log; when strict (the default), it is kept as a dead letter, never sent, and refused.
+   */
+  private async guard(span: Span, mismatch: Attributes, delivery: NewDelivery): Promise<void> {
+    const { destination } = delivery;
     this.mismatchCount++;
     this.metrics.mismatch(destination.platform);
     span.addEvent('routing.mismatch', mismatch);
     span.setStatus({ code: SpanStatusCode.ERROR, message: 'routing mismatch' });
-    this.logger.warn({ routing: mismatch, destination: formatDestination(destination) }, 'delivery destination differs from its origin routing');
-    if (this.options.strictRouting) {
-      throw new ThreadlineError(
-        'TL_MISROUTE_REFUSED',
-        'Refused a delivery whose destination differs from the routing of the work that produced it (THREADLINE_STRICT_ROUTING=1)',
-      );
-    }
+    const strict = this.options.strictRouting;
+    this.logger.warn(
+      { routing: mismatch, destination: formatDestination(destination), delivery: delivery.id },
+      strict ? 'delivery refused: its destination differs from its origin routing; kept as a dead letter' : 'delivery destination differs from its origin routing',
+    );
+    if (!strict) return;
+    const error = new ThreadlineError(
+      'TL_MISROUTE_REFUSED',
+      `Refused a delivery to ${formatDestination(destination)}: the work that produced it began in ${formatDestination(destinationOf(delivery.origin.session as Session))} (THREADLINE_STRICT_ROUTING)`,
+    );
+    await this.outbox.refuse(delivery, error.message, span);
+    throw error;
   }
 }
 

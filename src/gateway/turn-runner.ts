@@ -7,7 +7,7 @@ import type { DeliveryRouter } from '../deliveries/router.js';
 import { destinationOf } from '../session/routing-mismatch.js';
 import { ThreadlineError } from '../errors.js';
 import type { Platform } from '../platforms/platform.js';
-import { recordFailure, type Session } from '../session/index.js';
+import { getSession, recordFailure, type Session } from '../session/index.js';
 import type { AnyStore } from '../store/store.js';
 import type { GatewayMetrics, TurnResult } from '../telemetry/gateway-metrics.js';
 import { threadlineTracer } from '../telemetry/tracer.js';
@@ -59,7 +59,10 @@ export class TurnRunner {
   /** Runs one job's turn; its signal aborts on /stop of its session or at shutdown. Never rejects. */
   run(job: TurnJob, signal: AbortSignal): Promise<void> {
     // A replay of this message numbers its tool calls the same way, so their effects happen once.
-    return context.with(contextWithTurnCalls(job.context, job.id), async () => {
+    const turnContext = contextWithTurnCalls(job.context, job.id);
+    // The session object of this turn's context: found again in every context derived from it.
+    const ownSession = getSession(turnContext);
+    return context.with(turnContext, async () => {
       const { store } = this.options;
       const traceId = job.span.spanContext().traceId;
       let replies = 0;
@@ -69,16 +72,21 @@ export class TurnRunner {
         messageId: job.id,
         traceId,
         signal,
-        reply: (text, options) =>
-          this.options.router.deliver({
-            // Deterministic: a turn replayed after a crash does not send its replies twice.
-            id: `${job.id}/${++replies}`,
-            kind: 'reply',
-            text,
-            inReplyTo: job.session.messageId,
-            attachment: options?.attachment,
-            origin: job.routing,
-          }),
+        reply: (text, options) => {
+          const deliver = () =>
+            this.options.router.deliver({
+              // Deterministic: a turn replayed after a crash does not send its replies twice.
+              id: `${job.id}/${++replies}`,
+              kind: 'reply',
+              text,
+              inReplyTo: job.session.messageId,
+              attachment: options?.attachment,
+              origin: job.routing,
+            });
+          // A turn answers its own message, whatever context its caller is in (a turn kept
+          // and called while another message is handled): that context is left for its own.
+          return getSession() === ownSession ? deliver() : context.with(turnContext, deliver);
+        },
         setHome: async () => {
           // Enforced here too, so an agent that skips authorize() cannot move the home.
           const refused = this.refusal(job.session);

@@ -13,6 +13,8 @@ export interface DeliveryJobData extends Delivery {
   readonly dueAt?: number;
   /** The last attempt's error, while it is retried. */
   readonly lastError?: string;
+  /** Why it must not be sent (the misroute guard refused it): its worker fails it at once, a dead letter. */
+  readonly refused?: string;
 }
 
 const KINDS: ReadonlySet<string> = new Set<DeliveryKind>(['reply', 'notification', 'cron', 'send']);
@@ -47,6 +49,7 @@ export function parseDeliveryJob(data: unknown): { readonly job: DeliveryJobData
     if (typeof job[name] !== 'number' || !Number.isFinite(job[name])) return { problem: `the job's ${name} is not a number` };
   }
   if (job.dueAt !== undefined && typeof job.dueAt !== 'number') return { problem: "the job's dueAt is not a number" };
+  if (job.refused !== undefined && typeof job.refused !== 'string') return { problem: "the job's refusal is not a string" };
   if (typeof job.origin !== 'object' || job.origin === null) return { problem: 'the job carries no origin routing' };
   if (typeof job.context !== 'object' || job.context === null) return { problem: 'the job carries no context' };
   return { job: data as DeliveryJobData };

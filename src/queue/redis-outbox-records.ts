@@ -93,13 +93,28 @@ export class RedisOutboxRecords implements OutboxRecords {
    * Queues the delivery as a job of its destination's partition: 'queued', or 'exists' when
    * its id was recorded before (nothing changes). Never 'claimed': the queue's workers send.
    */
-  async add(delivery: NewDelivery): Promise<AddOutcome> {
+  add(delivery: NewDelivery): Promise<AddOutcome> {
+    return this.addJob(delivery, undefined);
+  }
+
+  /** Queues a delivery that must not be sent: its worker fails it at once (a dead letter). 'exists' as add(). */
+  addRefused(delivery: NewDelivery, reason: string): Promise<AddOutcome> {
+    return this.addJob(delivery, reason);
+  }
+
+  private async addJob(delivery: NewDelivery, refused: string | undefined): Promise<AddOutcome> {
     const field = formatDestination(delivery.destination);
     const partition = partitionOf(field, this.options.partitions);
     const jobId = deliveryJobId(delivery.id);
     const { created, state } = await this.markers.create(jobId, partition, field);
     if (!created && state !== 'open') return 'exists';
-    const data: DeliveryJobData = { ...delivery, attempts: 0, attemptsSince: delivery.createdAt, context: producerContext(delivery.origin) };
+    const data: DeliveryJobData = {
+      ...delivery,
+      attempts: 0,
+      attemptsSince: delivery.createdAt,
+      context: producerContext(delivery.origin),
+      ...(refused === undefined ? {} : { refused }),
+    };
     // Also for a marker found open: an add cut off between the marker and its job left no job; BullMQ ignores a second add of one id.
     await this.options.queue(partition).add(DELIVERY_JOB_NAME, data, {
       jobId,
@@ -226,7 +241,8 @@ export class RedisOutboxRecords implements OutboxRecords {
     if ((await job.getState()) !== 'failed' || job.id === undefined) return false;
     const parsed = parseDeliveryJob(job.data);
     if ('job' in parsed) {
-      const { dueAt: _dueAt, lastError: _lastError, ...data } = parsed.job;
+      // Retried by hand, a refused delivery is sent: the operator decided.
+      const { dueAt: _dueAt, lastError: _lastError, refused: _refused, ...data } = parsed.job;
       await job.updateData({ ...data, attempts: 0, attemptsSince: Date.now() });
     }
     try {

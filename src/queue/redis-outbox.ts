@@ -72,6 +72,12 @@ export class RedisOutbox implements DeliveryQueue {
     span.setAttribute(added === 'exists' ? 'delivery.replayed' : 'delivery.queued', true);
   }
 
+  /** Recorded as a job its worker fails at once, unsent: a dead letter like any other, listed and retried alike. */
+  async refuse(delivery: NewDelivery, reason: string, span: Span): Promise<void> {
+    const added = await this.options.records.addRefused(delivery, reason);
+    if (added === 'exists') span.setAttribute('delivery.replayed', true);
+  }
+
   /** With `work`: one worker per partition, each partition one job at a time across every instance. */
   async start(): Promise<void> {
     if (!this.options.work) return;
@@ -141,6 +147,7 @@ export class RedisOutbox implements DeliveryQueue {
     const parsed = parseDeliveryJob(job.data);
     if (!('job' in parsed)) return this.giveUp(job, undefined, `The delivery job is damaged and can never be sent: ${parsed.problem}`, {});
     let data = parsed.job;
+    if (data.refused !== undefined) return this.giveUp(job, deliveryOf(data), data.refused, {});
     let resumed: ReturnType<typeof consumerContext>;
     try {
       resumed = consumerContext(data.context);
@@ -204,7 +211,7 @@ export class RedisOutbox implements DeliveryQueue {
   }
 
   /** The platform as a metric attribute: only names of enabled platforms, so a stored oddity cannot add series. */
-  private platformLabel(delivery: Delivery): string {
+  private platformLabel(delivery: Pick<Delivery, 'destination'>): string {
     return this.platforms.has(delivery.destination.platform) ? delivery.destination.platform : 'unknown';
   }
 }

@@ -13,11 +13,14 @@ export async function assertContextPropagation(): Promise<void> {
     await new Promise<void>((resolve) => setImmediate(resolve));
     return context.active().getValue(PROBE);
   });
-  if (seen !== true) {
-    throw new ThreadlineError(
-      'TL_NO_CONTEXT_MANAGER',
-      'No working OpenTelemetry context manager is registered, so session routing would be lost. ' +
-        'Start with `node --import threadline/telemetry/register` (npm start does), or call installContext() first.',
-    );
-  }
+  if (seen !== true) throw noContextManager();
+}
+
+/** TL_NO_CONTEXT_MANAGER, saying how to register one. */
+export function noContextManager(): ThreadlineError {
+  return new ThreadlineError(
+    'TL_NO_CONTEXT_MANAGER',
+    'No working OpenTelemetry context manager is registered, so session routing would be lost. ' +
+      'Start with `node --import threadline/telemetry/register` (npm start does), or call installContext() from threadline/telemetry first.',
+  );
 }

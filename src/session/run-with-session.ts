@@ -6,6 +6,7 @@ import { sessionBaggageEntries } from './baggage-entries.js';
 import type { Session, SessionInput } from './session.js';
 import { createSession } from './validate-session.js';
 import { activeContext } from './active-context.js';
+import { noContextManager } from './assert-context-propagation.js';
 
 /**
  * Returns `parent` with the session set as a context value and as baggage. The whole
@@ -24,9 +25,16 @@ export function contextWithSession(parent: Context, input: SessionInput): Contex
   return propagation.setBaggage(parent.setValue(SESSION_KEY, session), propagation.createBaggage(entries));
 }
 
-/** Runs `fn` in a new context holding the session; returns what `fn` returns. */
+/**
+ * Runs `fn` in a new context holding the session; returns what `fn` returns. Throws
+ * TL_NO_CONTEXT_MANAGER where none is registered: context.with() would silently do nothing.
+ */
 export function withSession<T>(input: SessionInput, fn: () => T): T {
-  return context.with(contextWithSession(activeContext(), input), fn);
+  const ctx = contextWithSession(activeContext(), input);
+  return context.with(ctx, () => {
+    if (context.active() !== ctx) throw noContextManager();
+    return fn();
+  });
 }
 
 /**

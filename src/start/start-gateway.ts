@@ -17,6 +17,7 @@ import { acquireDataDirLock } from '../store/data-dir-lock.js';
 import type { AnyStore } from '../store/store.js';
 import type { RedisBackend } from '../queue/redis-backend.js';
 import { openBackend } from './open-backend.js';
+import { assertContextPropagation } from '../session/assert-context-propagation.js';
 import { Gateway } from '../gateway/gateway.js';
 import type { GatewayConfig } from '../gateway/gateway-config.js';
 import { buildServer } from '../gateway/server.js';
@@ -55,6 +56,8 @@ export interface GatewayParts {
  * before anything is replayed, so a port in use fails before a delivery is sent again.
  */
 export async function startGateway(config: GatewayConfig, parts: GatewayParts): Promise<RunningGateway> {
+  // Without a context manager every turn would lose its session after its first await.
+  await assertContextPropagation();
   if (config.unauthenticatedOffLoopback) {
     parts.logger.warn(
       { host: config.host },

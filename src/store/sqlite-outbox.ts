@@ -66,6 +66,11 @@ export function outboxOperations(db: Database.Database, prune: Prune) {
     `INSERT OR IGNORE INTO deliveries (id, kind, destination, text, in_reply_to, origin, status, head, attempts, attempts_since, due_at, lease_until, created_at, attachment)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`,
   );
+  // Never open, so no head and no lease: the dead letter of a delivery that must not be sent.
+  const addRefused = statement(
+    `INSERT OR IGNORE INTO deliveries (id, kind, destination, text, in_reply_to, origin, status, head, attempts, attempts_since, due_at, last_error, created_at, finished_at, attachment)
+     VALUES (?, ?, ?, ?, ?, ?, 'failed', 0, 0, ?, ?, ?, ?, ?, ?)`,
+  );
   const claim = statement<DeliveryRow>(
     `UPDATE deliveries SET status = 'sending', lease_until = ?
      WHERE rowid IN (SELECT rowid FROM deliveries WHERE head = 1 AND ${NEXT_AT} <= ? ORDER BY ${NEXT_AT} LIMIT ?)
@@ -152,6 +157,20 @@ export function outboxOperations(db: Database.Database, prune: Prune) {
       const head = open(destination) === 0;
       const added = addDelivery.run(id, kind, destination, text, inReplyTo, origin, head ? 'sending' : 'pending', head ? 1 : 0, now, now, head ? leaseUntil : null, now, attachment);
       return added.changes === 0 ? 'exists' : head ? 'claimed' : 'queued';
+    },
+    /** Records a delivery that must not be sent as a dead letter; false when its id was recorded before. */
+    addRefusedDelivery(
+      id: string,
+      kind: string,
+      destination: string,
+      text: string,
+      inReplyTo: string | null,
+      origin: string,
+      now: number,
+      error: string,
+      attachment: string | null = null,
+    ): boolean {
+      return addRefused.run(id, kind, destination, text, inReplyTo, origin, now, now, error.slice(0, 1000), now, now, attachment).changes === 1;
     },
     /**
      * Marks up to `limit` heads that need attention by `now` as being sent until `leaseUntil`:

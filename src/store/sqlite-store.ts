@@ -162,6 +162,19 @@ function outbox(thread: SqliteConnection): OutboxStore {
     markDone: (id, leaseUntil) => thread.callLazily('markDone', id, Date.now(), leaseUntil),
     retryAt: (id, dueAt, error, leaseUntil) => thread.call('retryAt', id, dueAt, error, leaseUntil),
     markFailed: (id, error, leaseUntil) => thread.call('markFailed', id, error, Date.now(), leaseUntil),
+    addRefused: (delivery, error) =>
+      thread.call(
+        'addRefusedDelivery',
+        delivery.id,
+        delivery.kind,
+        formatDestination(delivery.destination),
+        delivery.text,
+        delivery.inReplyTo ?? null,
+        encodeRouting(delivery.origin),
+        delivery.createdAt,
+        error,
+        delivery.attachment === undefined ? null : JSON.stringify(delivery.attachment),
+      ),
     releaseLeases: (now) => thread.call('releaseLeases', now),
     retryFailed: (id) => thread.call('retryFailed', id ?? null, Date.now()),
     list: async ({ failedOnly = false, chatId, limit }) => {

@@ -132,6 +132,8 @@ export interface OutboxStore extends OutboxRecords {
    * delivery was claimed again changes nothing.
    */
   markDone(id: string, leaseUntil: number): Promise<boolean>;
+  /** Records a delivery that must not be sent as failed (a dead letter) with `error`; false when its id was recorded before. */
+  addRefused(delivery: NewDelivery, error: string): Promise<boolean>;
   /** Counts the attempt and makes it pending again, due at `dueAt`; it stays its destination's head. */
   retryAt(id: string, dueAt: number, error: string, leaseUntil: number): Promise<void>;
   /** Gives up: kept as a dead letter with its last error. True as for markDone. */

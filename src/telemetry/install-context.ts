@@ -1,4 +1,4 @@
-import { context, propagation, type TextMapPropagator } from '@opentelemetry/api';
+import { ROOT_CONTEXT, context, createContextKey, propagation, type TextMapPropagator } from '@opentelemetry/api';
 import { createPropagator } from './create-propagator.js';
 import { ThreadlineContextManager } from './threadline-context-manager.js';
 
@@ -13,4 +13,13 @@ export function installContext(propagator: TextMapPropagator = createPropagator(
   if (installed) manager.adoptIfRegistered();
   propagation.setGlobalPropagator(propagator);
   return installed;
+}
+
+const PROBE = createContextKey('threadline.ensure-context');
+
+/** Installs them unless a context manager already works here (a command run inside a process that has one). */
+export function ensureContext(): void {
+  const probe = ROOT_CONTEXT.setValue(PROBE, true);
+  if (context.with(probe, () => context.active() === probe)) return;
+  installContext();
 }

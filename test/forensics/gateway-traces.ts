@@ -14,7 +14,8 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { Agent, Turn } from '../../src/agent/agent.js';
 import { CommandAgent } from '../../src/gateway/commands/command-agent.js';
 import { runThreadline } from '../../src/cli/threadline.js';
-import { withSession, type Session } from '../../src/session/index.js';
+import { captureRouting, withSession, type Session } from '../../src/session/index.js';
+import type { DeliveryRouter } from '../../src/deliveries/router.js';
 import { FileSpanExporter } from '../../src/telemetry/file-span-exporter.js';
 import { startTestGateway, type TestGateway } from '../../src/testing/index.js';
 import type { Toolbox } from '../../src/tools/toolbox.js';
@@ -86,11 +87,20 @@ function leakyAgent(toolbox: Toolbox): Agent {
     handle: async (turn: Turn) => {
       if (turn.session.threadId !== undefined) seen.set(turn.session.threadId, turn.session);
       const leaked = seen.get(WRONG_THREAD);
-      if (turn.text === MISROUTE_QUESTION && leaked !== undefined) return withSession(leaked, () => turn.reply('build 17 passed: 412 tests, 0 failures'));
+      if (turn.text === MISROUTE_QUESTION && leaked !== undefined) {
+        // turn.reply() always answers its own thread: the leak goes through the router, as a callback's would.
+        const origin = captureRouting();
+        return withSession(leaked, () =>
+          leakRouter!.deliver({ id: `${turn.messageId}/leak`, kind: 'reply', text: 'build 17 passed: 412 tests, 0 failures', origin }),
+        );
+      }
       return commands.handle(turn);
     },
   };
 }
+
+/** The router of the gateway the leaky agent runs in, set once it started. */
+let leakRouter: DeliveryRouter | undefined;
 
 /** POSTs a webhook message and expects it accepted; returns its trace id. */
 async function say(g: TestGateway, chat: string, thread: string | undefined, text: string): Promise<string> {
@@ -108,6 +118,8 @@ async function sayAndWait(g: TestGateway, chat: string, thread: string | undefin
 }
 
 const GATEWAY_ENV = {
+  // Lenient: the misroutes this fixture makes are sent, as a gateway that opted out would.
+  THREADLINE_STRICT_ROUTING: '0',
   THREADLINE_ADMINS: '*',
   THREADLINE_TERMINAL: '1',
   THREADLINE_QUEUE_CAPACITY: '5000',
@@ -118,6 +130,7 @@ export async function buildGatewayTraces(dir: string, options: { messages?: numb
   const messages = options.messages ?? 1_000;
   const spansBefore = new Set<ReadableSpan>();
   const g = await startTestGateway({ clock: 'manual', env: GATEWAY_ENV, agent: leakyAgent });
+  leakRouter = g.running.gateway.router;
   // The process keeps every test gateway's spans: only those from here on are this fixture's.
   for (const span of g.telemetry.spans()) spansBefore.add(span);
   let lost: GatewayTraces['lost'];
@@ -234,6 +247,7 @@ async function sendFromOutside(g: TestGateway): Promise<void> {
 /** A second gateway, strict: the same leak is refused. Returns the refused delivery and its trace. */
 async function strictGatewayRefuses(): Promise<GatewayTraces['refused']> {
   const g = await startTestGateway({ clock: 'manual', env: { ...GATEWAY_ENV, THREADLINE_STRICT_ROUTING: '1' }, agent: leakyAgent });
+  leakRouter = g.running.gateway.router;
   try {
     await sayAndWait(g, CI_CHAT, WRONG_THREAD, 'starting build 42 again');
     // The turn fails on the refusal; the gateway apologizes in the asking thread.

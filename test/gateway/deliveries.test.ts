@@ -1,6 +1,6 @@
 import { SpanStatusCode } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
-import type { Agent } from '../../src/agent/agent.js';
+import type { Agent, Turn } from '../../src/agent/agent.js';
 import { captureRouting, type RoutingSnapshot } from '../../src/session/index.js';
 import type { TestGateway } from '../../src/testing/index.js';
 import { until, useGatewayWith, webhookOrigin } from '../helpers/gateway.js';
@@ -130,9 +130,9 @@ describe('misroute guard', () => {
     return agent;
   }
 
-  it('flags a delivery whose destination differs from its origin: ERROR span, event, counter', async () => {
+  it('lenient (THREADLINE_STRICT_ROUTING=0): flags a delivery whose destination differs from its origin: ERROR span, event, counter', async () => {
     const agent = mixingAgent();
-    const g = await start({}, agent);
+    const g = await start({ THREADLINE_STRICT_ROUTING: '0' }, agent);
     agent.gateway = g;
     const mismatchesBefore = (await g.metrics()).value('threadline.routing.mismatches', { 'messaging.system': 'webhook' });
     await g.send({ chat_id: 'A', thread_id: '1', text: 'a' });
@@ -154,10 +154,12 @@ describe('misroute guard', () => {
     expect((await g.metrics()).value('threadline.routing.mismatches', { 'messaging.system': 'webhook' }) - mismatchesBefore).toBe(1);
   });
 
-  it('refuses such a delivery with THREADLINE_STRICT_ROUTING=1', async () => {
+  it('refuses such a delivery by default: a dead letter with its reason, never sent', async () => {
     const agent = mixingAgent();
-    const g = await start({ THREADLINE_STRICT_ROUTING: '1' }, agent);
+    const g = await start({}, agent);
     agent.gateway = g;
+    const deadLetters = async () => (await g.metrics()).value('threadline.deliveries', { 'messaging.system': 'webhook', 'threadline.delivery.result': 'dead_letter' });
+    const deadBefore = await deadLetters();
     await g.send({ chat_id: 'A', text: 'a' });
     await g.receiver.waitFor(1);
     const answer = await g.send({ chat_id: 'B', text: 'b' });
@@ -166,5 +168,44 @@ describe('misroute guard', () => {
     const texts = (await g.receiver.waitFor(2)).map((delivery) => [delivery.body.chat_id, delivery.body.text]);
     expect(texts).toEqual([['A', 'first'], ['B', expect.stringContaining('Sorry')]]);
     expect(g.running.gateway.router.mismatches()).toBe(1);
+    const [dead] = await g.running.store.outbox.list({ failedOnly: true, limit: 10 });
+    expect(dead).toMatchObject({ id: expect.stringMatching(/^mixed-/), status: 'failed', text: 'for A', destination: { chatId: 'B' } });
+    expect(dead!.lastError).toMatch(/TL_MISROUTE_REFUSED|began in webhook:A/);
+    expect((await deadLetters()) - deadBefore).toBe(1);
   });
+});
+
+describe('a turn answers its own chat', () => {
+  /** Keeps chat A's turn and answers it while handling chat B's message: B's context is active then. */
+  function parkingAgent(): Agent {
+    let parked: Turn | undefined;
+    return {
+      handle: async (turn) => {
+        if (parked === undefined) {
+          parked = turn;
+          return;
+        }
+        await parked.reply('answer for A');
+        await turn.reply('answer for B');
+      },
+    };
+  }
+
+  it.each([['strict (default)', {}], ['lenient', { THREADLINE_STRICT_ROUTING: '0' }]])(
+    'a kept turn replies to its own chat and thread from inside another message, %s',
+    async (_, env) => {
+      const g = await start(env, parkingAgent());
+      await g.send({ chat_id: 'A', thread_id: 'a-thread', text: 'a' });
+      await until(async () => (await g.running.store.messages.pending()).length === 0);
+      await g.send({ chat_id: 'B', text: 'b' });
+      const received = (await g.receiver.waitFor(2)).map((delivery) => [delivery.body.chat_id, delivery.body.thread_id ?? null, delivery.body.text]);
+      expect(received).toEqual(
+        expect.arrayContaining([
+          ['A', 'a-thread', 'answer for A'],
+          ['B', null, 'answer for B'],
+        ]),
+      );
+      expect(g.running.gateway.router.mismatches()).toBe(0);
+    },
+  );
 });

@@ -2,7 +2,7 @@ import { context } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import { assertContextPropagation, getSession, withSession } from '../../src/session/index.js';
 import { installContext } from '../../src/telemetry/index.js';
-import { assertThreadlineError, rejectionOf } from '../helpers/errors.js';
+import { assertThreadlineError, rejectionOf, thrownBy } from '../helpers/errors.js';
 import { MINIMAL_SESSION } from '../helpers/sessions.js';
 
 describe('assertContextPropagation', () => {
@@ -14,7 +14,9 @@ describe('assertContextPropagation', () => {
     context.disable();
     try {
       // What the check guards against: without a manager, context.with() silently does nothing.
-      expect(withSession(MINIMAL_SESSION, () => getSession())).toBeUndefined();
+      expect(context.with(context.active(), () => getSession())).toBeUndefined();
+      // withSession says so instead of losing the session.
+      expect(assertThreadlineError(thrownBy(() => withSession(MINIMAL_SESSION, () => getSession())), 'TL_NO_CONTEXT_MANAGER').message).toMatch(/installContext/);
       const error = assertThreadlineError(await rejectionOf(assertContextPropagation()), 'TL_NO_CONTEXT_MANAGER');
       expect(error.message).toMatch(/--import|installContext/);
     } finally {

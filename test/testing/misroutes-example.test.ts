@@ -1,14 +1,20 @@
 // A user's test that no reply of their agent leaves its conversation, and that one which does is caught.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
-import { withSession } from '../../src/session/index.js';
+import { captureRouting, withSession } from '../../src/session/index.js';
 import { startTestGateway, type TestGateway } from '../../src/testing/index.js';
 
-/** Replies in its turn; for "stray" it replies from inside another chat's session, as a leaked callback would. */
+/**
+ * Replies in its turn; for "stray" a leaked callback delivers this turn's work from inside
+ * another chat's session. (turn.reply() cannot stray: it always answers its own chat.)
+ */
 const agent: Agent = {
   async handle(turn) {
     if (turn.text !== 'stray') return turn.reply(`you said ${turn.text}`);
-    return withSession({ platform: 'webhook', chatId: 'someone-else', chatType: 'dm' }, () => turn.reply('not for you'));
+    const origin = captureRouting();
+    return withSession({ platform: 'webhook', chatId: 'someone-else', chatType: 'dm' }, () =>
+      gateway.running.gateway.router.deliver({ id: `stray-${turn.messageId}`, kind: 'notification', text: 'not for you', origin }),
+    );
   },
 };
 
@@ -34,11 +40,12 @@ describe('TestGateway.misroutes()', () => {
     await sendAndSettle('ops', '7', 'stray');
     const misroutes = await gateway.misroutes();
     expect(misroutes).toHaveLength(1);
+    // Strict routing (the default) refused it: nothing reached someone-else.
     expect(misroutes[0]).toMatchObject({
-      deliveryKind: 'reply',
+      deliveryKind: 'notification',
       origin: { platform: 'webhook', chatId: 'ops', threadId: '7' },
       destination: { platform: 'webhook', chatId: 'someone-else' },
-      outcome: 'sent',
+      outcome: 'refused',
       detectedBy: 'guard',
       divergedAt: { name: 'gateway.deliver' },
       work: { kind: 'turn', name: 'gateway.message' },
