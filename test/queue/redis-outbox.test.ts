@@ -162,6 +162,24 @@ describe('RedisOutbox: dead letters', () => {
     expect(await a.records.retryFailed(undefined)).toBe(0);
   });
 
+  it('keeps a delivery the misroute guard refused as a dead letter, never sent; a retry by hand sends it', async () => {
+    const prefix = redis.prefix();
+    const platform = new FakePlatform();
+    const a = open({ prefix, platform });
+    await a.outbox.refuse(delivery('m1', 'M'), 'Refused a delivery to webhook:M: the work began in webhook:N', trace.getTracer('test').startSpan('deliver'));
+    await a.records.add(delivery('m2', 'M'));
+    await a.outbox.start();
+    await until(() => platform.sentTo('M').length === 1);
+    expect(platform.sentTo('M')).toEqual(['m2']);
+    const [dead] = await a.records.list({ limit: 5, failedOnly: true });
+    expect(dead).toMatchObject({ id: 'm1', status: 'failed', attempts: 0, lastError: 'Refused a delivery to webhook:M: the work began in webhook:N' });
+    await until(async () => (await a.records.pressure(1)).open === 0);
+    expect(a.outbox.stats()).toMatchObject({ delivered: 1, failed: 1 });
+    expect(await a.records.retryFailed('m1')).toBe(1);
+    await until(() => platform.sentTo('M').length === 2);
+    expect(platform.sentTo('M')).toEqual(['m2', 'm1']);
+  });
+
   it('gives up out of attempts, and retries every dead letter with --all-failed', async () => {
     const prefix = redis.prefix();
     const platform = new FakePlatform();
