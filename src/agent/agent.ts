@@ -8,6 +8,11 @@ export interface Turn {
   /** The gateway's id for the message. */
   readonly messageId: string;
   readonly traceId: string;
+  /**
+   * Whether the sender is in THREADLINE_ADMINS, as the platform proves who sent it: decides
+   * which tools the turn offers (offeredTools). Reading it refuses nothing; authorize() does.
+   */
+  readonly senderIsAdmin: boolean;
   /** Aborted by /stop or shutdown; long work should watch it. */
   readonly signal: AbortSignal;
   /** Replies to the chat and thread the message came from, with a file if given (a voice note). */

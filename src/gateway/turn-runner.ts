@@ -71,6 +71,7 @@ export class TurnRunner {
         text: job.text,
         messageId: job.id,
         traceId,
+        senderIsAdmin: this.refusal(job.session) === undefined,
         signal,
         reply: (text, options) => {
           const deliver = () =>

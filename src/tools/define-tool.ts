@@ -18,6 +18,8 @@ export interface ToolDefinition<Schema extends ToolInputSchema, Input> {
   readonly parameters?: JsonSchema | undefined;
   /** Offered to, and callable by, senders in THREADLINE_ADMINS only. Default false. */
   readonly adminOnly?: boolean | undefined;
+  /** False: offered to no model (a tool switched off by configuration). Default true. */
+  readonly enabled?: boolean | undefined;
   /** Offered in turns of these platforms only. Default: every platform. */
   readonly platforms?: readonly string[] | undefined;
   /**
@@ -37,7 +39,7 @@ export function defineTool<Schema extends StandardSchemaV1>(
 ): Tool<StandardSchemaV1.InferOutput<Schema>>;
 export function defineTool(definition: ToolDefinition<JsonSchema, Record<string, unknown>>): Tool;
 export function defineTool(definition: ToolDefinition<ToolInputSchema, unknown>): Tool<unknown> {
-  const { name, description, input: schema, parameters, adminOnly = false, platforms, run } = definition;
+  const { name, description, input: schema, parameters, adminOnly = false, enabled = true, platforms, run } = definition;
   if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
     throw new ThreadlineError('TL_CONFIG_INVALID', `A tool name is 1 to 64 letters, digits, _ or -: ${JSON.stringify(String(name).slice(0, 80))} is not`);
   }
@@ -50,6 +52,7 @@ export function defineTool(definition: ToolDefinition<ToolInputSchema, unknown>)
     description,
     input,
     adminOnly,
+    enabled,
     platforms: platforms === undefined ? undefined : [...platforms],
     async run(checked, call) {
       const result = await run(checked, call);

@@ -16,6 +16,8 @@ export interface Tool<Input = Record<string, unknown>> {
   readonly input: ToolInput<Input>;
   /** Only senders in THREADLINE_ADMINS are offered it and may call it. */
   readonly adminOnly: boolean;
+  /** False: kept for commands to explain why it is off, offered to no model. */
+  readonly enabled: boolean;
   /** The platforms whose turns are offered it; undefined: every platform. */
   readonly platforms?: readonly string[] | undefined;
   /**

@@ -12,6 +12,7 @@ import { createModelClient } from './model-client.js';
 import type { ChatCompletionMessageFunctionToolCall, ChatCompletionMessageParam, ChatCompletionTool } from './model-types.js';
 import { runToolCall } from './run-tool-call.js';
 import { toolDefinitions } from './tool-definitions.js';
+import { offeredTools } from '../../tools/offered-tools.js';
 
 /** Tool calls run from one answer of the model; the rest are dropped with the answer. */
 export const MAX_CALLS_PER_ANSWER = 16;
@@ -56,14 +57,13 @@ interface Answer {
 export class LlmAgent implements Agent {
   private readonly client: OpenAI;
   private readonly server: ModelServer;
-  private readonly toolsByName: ReadonlyMap<string, Tool>;
-  private readonly definitions: ChatCompletionTool[];
+  /** Each tool's definition for the model, made once. */
+  private readonly definitions: ReadonlyMap<Tool, ChatCompletionTool>;
 
   constructor(private readonly options: LlmAgentOptions) {
     this.client = options.client ?? createModelClient(options.config, options.logger);
     this.server = modelServer(options.config.baseUrl);
-    this.toolsByName = new Map(options.tools.map((tool) => [tool.name, tool]));
-    this.definitions = toolDefinitions(options.tools);
+    this.definitions = new Map(options.tools.map((tool) => [tool, toolDefinitions([tool])[0]!]));
   }
 
   async handle(turn: Turn): Promise<void> {
@@ -76,9 +76,11 @@ export class LlmAgent implements Agent {
       ...historyMessages(earlier),
       { role: 'user', content: added[0]!.text },
     ];
+    // Only what this sender may use on this platform is offered, and only that may run.
+    const offered = offeredTools(this.options.tools, { platform: turn.session.platform, admin: turn.senderIsAdmin });
     let answer: Answer | undefined;
     try {
-      answer = await this.converse(turn, messages, added);
+      answer = await this.converse(turn, offered, messages, added);
     } finally {
       // Kept even when a request failed, so the next turn knows which tools already ran.
       await history.append(turn.session.sessionId, destination, added, config.historyMessages).catch((error: unknown) => {
@@ -91,15 +93,17 @@ export class LlmAgent implements Agent {
   }
 
   /** The model loop; `added` receives each entry for history. Undefined when the turn was stopped. */
-  private async converse(turn: Turn, messages: ChatCompletionMessageParam[], added: HistoryEntry[]): Promise<Answer | undefined> {
+  private async converse(turn: Turn, offered: readonly Tool[], messages: ChatCompletionMessageParam[], added: HistoryEntry[]): Promise<Answer | undefined> {
     const { config, logger } = this.options;
+    const toolsByName = new Map(offered.map((tool) => [tool.name, tool]));
+    const definitions = offered.map((tool) => this.definitions.get(tool)!);
     let attachment: Attachment | undefined;
     for (let round = 0; ; round++) {
       if (turn.signal.aborted) return undefined;
       const completion = await requestChat(
         this.client,
         this.server,
-        { model: config.model, messages, ...(this.definitions.length === 0 ? {} : { tools: this.definitions }) },
+        { model: config.model, messages, ...(definitions.length === 0 ? {} : { tools: definitions }) },
         turn.signal,
         { apiKey: config.apiKey, timeoutMs: config.timeoutMs },
       ).catch((error: unknown) => {
@@ -132,7 +136,7 @@ export class LlmAgent implements Agent {
         tool_calls: calls.map(({ id, function: { name, arguments: args } }) => ({ id, type: 'function', function: { name, arguments: args } })),
       });
       for (const call of calls) {
-        const outcome = await runToolCall(this.toolsByName, call, {
+        const outcome = await runToolCall(toolsByName, call, {
           signal: turn.signal,
           authorize: (name) => turn.authorize(name),
           logger,

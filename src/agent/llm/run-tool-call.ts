@@ -26,9 +26,9 @@ export async function runToolCall(
   const { name } = call.function;
   const tool = tools.get(name);
   if (tool === undefined) {
-    options.logger.warn({ tool: name.slice(0, 80) }, 'the model called a tool that does not exist');
+    options.logger.warn({ tool: name.slice(0, 80) }, 'the model called a tool this turn does not offer');
     const known = [...tools.keys()].join(', ') || 'none';
-    return { content: `error: there is no tool named "${name.slice(0, 80)}"; the tools are: ${known}` };
+    return { content: `error: no tool named "${name.slice(0, 80)}" may be called in this chat; the tools you may call are: ${known}` };
   }
   let args: unknown;
   try {

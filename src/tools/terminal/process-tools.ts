@@ -19,6 +19,7 @@ export function listProcessesTool(services: ToolServices, config: TerminalConfig
     description: 'Lists the background commands started in this chat and thread: id, pid, state, age and command.',
     input: Type.Object({}, { additionalProperties: false }),
     adminOnly: true,
+    enabled: config.enabled,
     async run() {
       requireEnabled(config);
       const records = await services.store.processes.ofDestination(destinationOf(requireSession()));
@@ -41,6 +42,7 @@ export function killProcessTool(services: ToolServices, config: TerminalConfig, 
     description: 'Ends a background command started in this chat (SIGTERM to its process group, SIGKILL after a grace).',
     input: Type.Object({ id: Type.String({ minLength: 1, maxLength: 32, description: 'The id list_processes shows.' }) }, { additionalProperties: false }),
     adminOnly: true,
+    enabled: config.enabled,
     async run(args) {
       requireEnabled(config);
       const id = args['id'] as string;

@@ -60,6 +60,7 @@ export function terminalTool(deps: TerminalToolDeps): Tool {
       'background: true starts it and returns its id; notify_on_complete reports its end here, check_interval reports progress.',
     input: parameters,
     adminOnly: true,
+    enabled: deps.config.enabled,
     async run(raw, call) {
       requireEnabled(deps.config);
       const args = raw as unknown as TerminalArgs;

@@ -1,3 +1,5 @@
+import * as z from 'zod';
+import { defineTool } from '../../../src/tools/define-tool.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FakeOpenAI, type FakeChatRequest } from '../../../src/testing/fake-openai.js';
 import { installTestTelemetry } from '../../../src/testing/test-telemetry.js';
@@ -5,6 +7,7 @@ import type { ChatCompletionMessageParam } from '../../../src/agent/llm/model-ty
 import { BASE_PROMPT } from '../../../src/agent/llm/llm-agent.js';
 import {
   CHAT_A,
+  CHAT_B,
   adminTool,
   failingTool,
   llmAgent,
@@ -88,19 +91,38 @@ describe('LlmAgent', () => {
     await run.done;
     const results = model.requests[1]!.body.messages.filter((message) => message.role === 'tool').map((message) => message.content);
     expect(results).toEqual([
-      'error: there is no tool named "rm_rf"; the tools are: where',
+      'error: no tool named "rm_rf" may be called in this chat; the tools you may call are: where',
       expect.stringMatching(/^error: the arguments of where are not valid JSON \(.+\); send a JSON object$/),
     ]);
     expect(where.seen).toHaveLength(0);
     expect(run.replies[0]!.text).toBe('recovered');
   });
 
-  it('asks the turn to authorize an admin-only tool, and tells the model when refused', async () => {
+  it('offers an admin-only tool to admins alone; a non-admin\'s call of it is refused unrun, unasked', async () => {
     model = await FakeOpenAI.start(callThenEcho([{ name: 'shutdown' }]));
-    const run = startTurn(llmAgent(llmConfig(model.baseUrl), [adminTool]), CHAT_A, 'shut down');
-    await run.done;
-    expect(run.authorized).toEqual(['shutdown']);
-    expect(last(model.requests[1]!).content).toBe('error: shutdown is for admins (THREADLINE_ADMINS)');
+    const stranger = startTurn(llmAgent(llmConfig(model.baseUrl), [adminTool, whereTool()]), CHAT_A, 'shut down');
+    await stranger.done;
+    expect(model.requests[0]!.body.tools?.map((tool) => (tool as { function: { name: string } }).function.name)).toEqual(['where']);
+    expect(stranger.authorized).toEqual([]);
+    expect(last(model.requests[1]!).content).toBe('error: no tool named "shutdown" may be called in this chat; the tools you may call are: where');
+
+    model.requests.length = 0;
+    const admin = startTurn(llmAgent(llmConfig(model.baseUrl), [adminTool, whereTool()]), CHAT_A, 'shut down', { admin: true });
+    await admin.done;
+    expect(model.requests[0]!.body.tools?.map((tool) => (tool as { function: { name: string } }).function.name)).toEqual(['shutdown', 'where']);
+    // Still asked when called: the gateway's decision, not the agent's.
+    expect(admin.authorized).toEqual(['shutdown']);
+    expect(last(model.requests[1]!).content).toBe('stopping');
+  });
+
+  it('offers a tool only on its platforms, and a disabled tool nowhere', async () => {
+    model = await FakeOpenAI.start(() => FakeOpenAI.text('ok'));
+    const telegramOnly = defineTool({ name: 'sticker', description: 'Sends a sticker', input: z.object({}), platforms: ['telegram'], run: () => 'sent' });
+    const off = defineTool({ name: 'off', description: 'Switched off', input: z.object({}), enabled: false, run: () => 'ran' });
+    const agent = llmAgent(llmConfig(model.baseUrl), [telegramOnly, off, whereTool()]);
+    await startTurn(agent, CHAT_A, 'hi', { admin: true }).done;
+    await startTurn(agent, CHAT_B, 'hi', { admin: true }).done;
+    expect(model.requests.map((request) => request.body.tools?.map((tool) => (tool as { function: { name: string } }).function.name))).toEqual([['where'], ['sticker', 'where']]);
   });
 
   it('stops after maxToolRounds rounds of calls and says so', async () => {

@@ -40,6 +40,7 @@ export function startTurn(
         text,
         messageId: 'm-1',
         traceId,
+        senderIsAdmin: options.admin ?? false,
         signal: options.signal ?? new AbortController().signal,
         reply: async (replyText, replyOptions) => {
           replies.push({ text: replyText, attachment: replyOptions?.attachment });
