@@ -56,6 +56,7 @@ export function parseMcpServers(servers: unknown, source: string): McpServers {
     if (name.trim() === '') throw new ConfigError(source, 'an MCP server needs a name');
     const label = `MCP server ${JSON.stringify(name.slice(0, 64))}`;
     if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) throw new ConfigError(source, `${label} must be an object`);
+    if ('command' in entry && 'url' in entry) throw new ConfigError(source, `${label} has both "command" and "url": give one`);
     const schema = 'command' in entry ? stdioSchema : 'url' in entry ? httpSchema : undefined;
     if (schema === undefined) throw new ConfigError(source, `${label} needs "command" (stdio) or "url" (Streamable HTTP)`);
     const result = schema.safeParse(entry);
