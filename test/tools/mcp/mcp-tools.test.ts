@@ -1,143 +1,72 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { SpanKind } from '@opentelemetry/api';
-import { afterEach, describe, expect, it } from 'vitest';
-import { FakeOpenAI, startTestMcpServer, testMcpStdioCommand, type ReceivedRouting, type TestGateway, type TestMcpServer } from '../../../src/testing/index.js';
-import { names } from '../../../src/session/index.js';
-import { useTestGateways } from '../../helpers/gateway.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Tool as McpToolInfo } from '@modelcontextprotocol/sdk/types.js';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { McpConnection } from '../../../src/tools/mcp/mcp-connection.js';
+import { mcpTools } from '../../../src/tools/mcp/mcp-tools.js';
 
-const start = useTestGateways();
-const closing: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(closing.splice(0).map((server) => server.close()));
-});
+const OBJECT = { type: 'object' as const, properties: { path: { type: 'string' } }, required: ['path'] };
 
-/** A model that calls `tool` with `args` once, then answers with what the tool told it. */
-async function modelCalling(tool: string, args: Record<string, unknown>): Promise<FakeOpenAI> {
-  const model = await FakeOpenAI.start(({ body }) => {
-    const last = body.messages.at(-1)!;
-    return last.role === 'tool' ? FakeOpenAI.text(String(last.content)) : FakeOpenAI.toolCalls([{ name: tool, arguments: args }]);
-  });
-  closing.push(model);
-  return model;
+/** A connection whose server lists `pages` of tools, one page a tools/list. */
+function listing(server: string, pages: McpToolInfo[][]): McpConnection {
+  let page = 0;
+  const client = {
+    listTools: async (params?: { cursor?: string }) => {
+      expect(params?.cursor).toBe(page === 0 ? undefined : String(page));
+      const tools = pages[page]!;
+      page += 1;
+      return { tools, ...(page < pages.length ? { nextCursor: String(page) } : {}) };
+    },
+  };
+  return { server, client: client as unknown as Client, networkTransport: 'pipe', http: undefined, protocolVersion: () => undefined, sessionId: () => undefined, close: async () => {} };
 }
 
-async function mcpServer(): Promise<TestMcpServer> {
-  const server = await startTestMcpServer();
-  closing.push(server);
-  return server;
+function memoryLogger(): { logger: pino.Logger; warnings: () => Record<string, unknown>[] } {
+  const lines: string[] = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+  return { logger, warnings: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>) };
 }
 
-/** Sends a message in chat `ops`, thread `deploys`; resolves with the answer's text and the message's trace id. */
-async function ask(g: TestGateway): Promise<{ text: string; traceId: string }> {
-  const answer = await g.send({ chat_id: 'ops', thread_id: 'deploys', chat_type: 'group', text: 'who am I?' });
-  expect(answer.status).toBe(202);
-  const [delivery] = await g.receiver.waitFor(1);
-  return { text: delivery!.body.text, traceId: String(answer.body['trace_id']) };
-}
-
-function configFile(servers: object): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'threadline-mcp-')), 'mcp.json');
-  writeFileSync(path, JSON.stringify({ mcpServers: servers }));
-  return path;
-}
-
-describe('MCP servers as tool sources', () => {
-  it('a stdio server (THREADLINE_MCP_SERVERS) gets the message trace and chat and thread in _meta, and only its own env', async () => {
-    const model = await modelCalling('local__routing', { note: 'hi' });
-    const stdio = testMcpStdioCommand();
-    process.env['THREADLINE_TEST_MCP_SECRET'] = 'must-not-leak';
-    try {
-      const file = configFile({ local: { command: stdio.command, args: stdio.args, env: { GREETING: 'hello' } } });
-      const g = await start({ llmBaseUrl: model.baseUrl, env: { THREADLINE_MCP_SERVERS: file } });
-      const { text, traceId } = await ask(g);
-      const routing = JSON.parse(text) as ReceivedRouting;
-      expect(routing.note).toBe('hi');
-      expect(routing.meta.traceparent?.split('-')[1]).toBe(traceId);
-      expect(routing.baggage).toMatchObject({ [names.CHAT_ID]: 'ops', [names.CHAT_THREAD_ID]: 'deploys', [names.CHAT_PLATFORM]: 'webhook' });
-      expect(routing.headers).toEqual({});
-      expect(routing.environment).toContain('GREETING');
-      expect(routing.environment.filter((name) => name.startsWith('THREADLINE_'))).toEqual([]);
-
-      const spans = await g.waitForSpans(traceId, ['tools/call routing', 'execute_tool local__routing']);
-      const call = spans.find((span) => span.name === 'tools/call routing')!;
-      const tool = spans.find((span) => span.name === 'execute_tool local__routing')!;
-      expect(call.kind).toBe(SpanKind.CLIENT);
-      expect(call.parentSpanContext?.spanId).toBe(tool.spanContext().spanId);
-      // The server's parent is the tools/call span itself.
-      expect(routing.meta.traceparent?.split('-')[2]).toBe(call.spanContext().spanId);
-      expect(call.attributes).toMatchObject({
-        'mcp.method.name': 'tools/call',
-        'gen_ai.tool.name': 'routing',
-        'gen_ai.operation.name': 'execute_tool',
-        'network.transport': 'pipe',
-        'jsonrpc.request.id': expect.stringMatching(/^\d+$/),
-        'mcp.protocol.version': expect.any(String),
-        [names.CHAT_THREAD_ID]: 'deploys',
-      });
-      expect(call.attributes['server.address']).toBeUndefined();
-    } finally {
-      delete process.env['THREADLINE_TEST_MCP_SECRET'];
-    }
-  });
-
-  it('a Streamable HTTP server gets the trace and baggage in _meta and in the POST headers', async () => {
-    const model = await modelCalling('remote__routing', {});
-    const server = await mcpServer();
-    const g = await start({ llmBaseUrl: model.baseUrl, mcpServers: { remote: { url: server.url, headers: { authorization: 'Bearer mcp-secret-token' } } } });
-    const { text, traceId } = await ask(g);
-    const routing = JSON.parse(text) as ReceivedRouting;
-    expect(routing.meta.traceparent?.split('-')[1]).toBe(traceId);
-    expect(routing.headers.traceparent).toBe(routing.meta.traceparent);
-    expect(routing.baggage).toMatchObject({ [names.CHAT_ID]: 'ops', [names.CHAT_THREAD_ID]: 'deploys' });
-    expect(routing.headers.baggage).toContain(`${names.CHAT_THREAD_ID}=deploys`);
-
-    const [call] = (await g.waitForSpans(traceId, ['tools/call routing'])).filter((span) => span.name === 'tools/call routing');
-    expect(call!.attributes).toMatchObject({
-      'mcp.method.name': 'tools/call',
-      'gen_ai.tool.name': 'routing',
-      'network.transport': 'tcp',
-      'server.address': '127.0.0.1',
-      'server.port': Number(new URL(server.url).port),
-      'jsonrpc.request.id': expect.stringMatching(/^\d+$/),
-      'mcp.protocol.version': expect.any(String),
-    });
-    expect(JSON.stringify(call!.attributes)).not.toContain('mcp-secret-token');
-  });
-
-  it("a server's isError is a tool error the model is told, on a failed tools/call span", async () => {
-    const model = await modelCalling('remote__fail', { reason: 'the disk is full' });
-    const server = await mcpServer();
-    const g = await start({ llmBaseUrl: model.baseUrl, mcpServers: { remote: { url: server.url } } });
-    const { text, traceId } = await ask(g);
-    expect(text).toMatch(/fail on MCP server "remote" failed: the disk is full/);
-    const [call] = (await g.waitForSpans(traceId, ['tools/call fail'])).filter((span) => span.name === 'tools/call fail');
-    expect(call!.attributes['error.type']).toBe('TL_TOOL_FAILED');
-  });
-
-  it('a server down at call time is TL_TOOL_UNAVAILABLE, told to the model', async () => {
-    const model = await modelCalling('remote__routing', {});
-    const server = await mcpServer();
-    const g = await start({ llmBaseUrl: model.baseUrl, mcpServers: { remote: { url: server.url } } });
-    await server.close();
-    const { text, traceId } = await ask(g);
-    expect(text).toMatch(/MCP server "remote" cannot be reached/);
-    const [call] = (await g.waitForSpans(traceId, ['tools/call routing'])).filter((span) => span.name === 'tools/call routing');
-    expect(call!.attributes['error.type']).toBe('TL_TOOL_UNAVAILABLE');
-  });
-
-  it('a server that does not connect stops the start with TL_CONFIG_INVALID naming it, secrets left out', async () => {
-    const server = await mcpServer();
-    const url = server.url;
-    await server.close();
-    await expect(start({ mcpServers: { gone: { url: `${url}?token=url-secret`, headers: { authorization: 'Bearer header-secret' } } } })).rejects.toSatisfy(
-      (error: Error & { code?: string }) =>
-        error.code === 'TL_CONFIG_INVALID' && error.message.includes('MCP server "gone"') && !/url-secret|header-secret/.test(error.message),
+describe('mcpTools', () => {
+  it('names each tool <server>__<tool> within [A-Za-z0-9_-]{1,64}, over every page, with its input schema', async () => {
+    const { logger } = memoryLogger();
+    const long = 'x'.repeat(100);
+    const tools = await mcpTools(
+      listing('files.v2', [
+        [{ name: 'read file', description: 'Reads a file', inputSchema: OBJECT }],
+        [{ name: long, inputSchema: { type: 'object' } }],
+      ]),
+      { taken: new Set(), timeoutMs: 1000, logger },
     );
-    await expect(start({ mcpServers: { missing: { command: join(tmpdir(), 'no-such-mcp-server') } } })).rejects.toMatchObject({
-      code: 'TL_CONFIG_INVALID',
-      message: expect.stringContaining('MCP server "missing"'),
-    });
+    expect(tools.map((tool) => tool.name)).toEqual(['files_v2__read_file', `files_v2__${long}`.slice(0, 64)]);
+    expect(tools[0]!.input.jsonSchema).toEqual(OBJECT);
+    expect(tools[0]!.description).toBe('Reads a file');
+    expect(tools[1]!.description).toBe(`${long} on MCP server files.v2`);
+    await expect(tools[0]!.input.check({}, tools[0]!.name)).rejects.toMatchObject({ code: 'TL_TOOL_INPUT' });
+  });
+
+  it('leaves out, with a warning naming it, a tool whose name is taken or whose schema Ajv cannot compile', async () => {
+    const { logger, warnings } = memoryLogger();
+    const taken = new Set(['s__mine']);
+    const tools = await mcpTools(
+      listing('s', [
+        [
+          { name: 'read.file', inputSchema: OBJECT },
+          { name: 'read_file', inputSchema: OBJECT },
+          { name: 'mine', inputSchema: OBJECT },
+          { name: 'broken', inputSchema: { type: 'object', properties: { a: { type: 'no-such-type' } } } },
+          { name: 'fine', inputSchema: OBJECT },
+        ],
+      ]),
+      { taken, timeoutMs: 1000, logger },
+    );
+    expect(tools.map((tool) => tool.name)).toEqual(['s__read_file', 's__fine']);
+    expect(warnings().map((line) => [line['mcpTool'], line['tool']])).toEqual([
+      ['read_file', 's__read_file'],
+      ['mine', 's__mine'],
+      ['broken', 's__broken'],
+    ]);
+    expect(String(warnings()[2]!['msg'])).toMatch(/not a JSON Schema Ajv can compile/);
+    expect(taken).toEqual(new Set(['s__mine', 's__read_file', 's__fine']));
   });
 });
