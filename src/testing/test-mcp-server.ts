@@ -14,6 +14,8 @@ export interface ReceivedRouting {
   readonly headers: { readonly traceparent?: string; readonly tracestate?: string; readonly baggage?: string };
   /** The names of the server process's environment variables (a stdio server gets only its configured ones, and a few defaults). */
   readonly environment: readonly string[];
+  /** The server's process id (the test's own over HTTP), to stop a stdio server. */
+  readonly pid: number;
   /** The `note` argument, echoed. */
   readonly note?: string;
 }
@@ -48,6 +50,7 @@ export function testMcpServer(): McpServer {
         baggage: decodeBaggage(typeof meta['baggage'] === 'string' ? meta['baggage'] : ''),
         headers: pick(extra.requestInfo?.headers ?? {}),
         environment: Object.keys(process.env).sort(),
+        pid: process.pid,
         ...(note === undefined ? {} : { note }),
       };
       return { content: [{ type: 'text', text: JSON.stringify(routing) }] };

@@ -127,6 +127,17 @@ describe('MCP servers as tool sources', () => {
     expect(call!.attributes['error.type']).toBe('TL_TOOL_UNAVAILABLE');
   });
 
+  it('a stdio server that has exited is TL_TOOL_UNAVAILABLE, told to the model', async () => {
+    const model = await modelCalling('local__routing', {});
+    const g = await start({ llmBaseUrl: model.baseUrl, mcpServers: { local: testMcpStdioCommand() } });
+    const { pid } = JSON.parse((await ask(g)).text) as ReceivedRouting;
+    process.kill(pid, 'SIGKILL');
+    const answer = await g.send({ chat_id: 'ops', thread_id: 'deploys', chat_type: 'group', text: 'again?' });
+    expect(answer.status).toBe(202);
+    const [, delivery] = await g.receiver.waitFor(2);
+    expect(delivery!.body.text).toMatch(/^error: MCP server "local" cannot be reached, so routing cannot run/);
+  });
+
   it('a server that does not connect stops the start with TL_CONFIG_INVALID naming it, secrets left out', async () => {
     const server = await mcpServer();
     const url = server.url;
