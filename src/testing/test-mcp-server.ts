@@ -36,7 +36,7 @@ export interface TestMcpServer {
 
 /**
  * The test MCP server: `routing` reports the routing its call received (see ReceivedRouting),
- * `fail` answers `isError` with its `reason`. Made afresh for each HTTP request and once for stdio.
+ * `fail` answers `isError` with its `reason`, `wait` answers after `ms` (or when cancelled). Made afresh for each HTTP request and once for stdio.
  */
 export function testMcpServer(): McpServer {
   const server = new McpServer({ name: 'threadline-test', version: '1.0.0' });
@@ -60,6 +60,17 @@ export function testMcpServer(): McpServer {
     isError: true,
     content: [{ type: 'text', text: reason }],
   }));
+  server.registerTool(
+    'wait',
+    { description: 'Answers after `ms` milliseconds, or as soon as the call is cancelled', inputSchema: { ms: z.number().int().min(0).max(600_000) } },
+    async ({ ms }, extra) => {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        extra.signal.addEventListener('abort', () => resolve(clearTimeout(timer)), { once: true });
+      });
+      return { content: [{ type: 'text', text: extra.signal.aborted ? 'cancelled' : `waited ${ms} ms` }] };
+    },
+  );
   return server;
 }
 
