@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FakeOpenAI, startTestMcpServer, testMcpStdioCommand, type ReceivedRouting, type TestGateway, type TestMcpServer } from '../../../src/testing/index.js';
 import { names } from '../../../src/session/index.js';
 import { useTestGateways } from '../../helpers/gateway.js';
+import { useGlobalPropagator } from '../../helpers/propagation.js';
 
 const start = useTestGateways();
 const closing: { close(): Promise<void> }[] = [];
@@ -150,5 +151,26 @@ describe('MCP servers as tool sources', () => {
       code: 'TL_CONFIG_INVALID',
       message: expect.stringContaining('MCP server "missing"'),
     });
+  });
+});
+
+describe('MCP servers under the outbound baggage policy', () => {
+  useGlobalPropagator({
+    outboundBaggage: { keys: [names.CHAT_PLATFORM, names.CHAT_ID, names.CHAT_THREAD_ID], hosts: [{ host: '127.0.0.1', keys: [names.CHAT_ID] }] },
+    inboundBaggage: false,
+  });
+
+  it("an HTTP server gets only the keys its host's rule allows, in _meta and headers; a stdio server, having no host, the default keys", async () => {
+    const model = await FakeOpenAI.start(({ body }) => {
+      const results = body.messages.filter((message) => message.role === 'tool').map((message) => String(message.content));
+      return results.length > 0 ? FakeOpenAI.text(JSON.stringify(results)) : FakeOpenAI.toolCalls([{ name: 'local__routing' }, { name: 'remote__routing' }]);
+    });
+    closing.push(model);
+    const server = await mcpServer();
+    const g = await start({ llmBaseUrl: model.baseUrl, mcpServers: { local: testMcpStdioCommand(), remote: { url: server.url } } });
+    const [local, remote] = (JSON.parse((await ask(g)).text) as string[]).map((text) => JSON.parse(text) as ReceivedRouting);
+    expect(local!.baggage).toEqual({ [names.CHAT_PLATFORM]: 'webhook', [names.CHAT_ID]: 'ops', [names.CHAT_THREAD_ID]: 'deploys' });
+    expect(remote!.baggage).toEqual({ [names.CHAT_ID]: 'ops' });
+    expect(remote!.headers.baggage).toBe(`${names.CHAT_ID}=ops`);
   });
 });
