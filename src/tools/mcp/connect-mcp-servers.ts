@@ -38,8 +38,11 @@ export async function connectMcpServers(servers: McpServers, options: ConnectMcp
     const taken = new Set(options.taken);
     const tools: Tool[] = [];
     // In configuration order, so which of two same-named tools is kept does not depend on timing.
-    for (const connection of connections) tools.push(...(await listedTools(connection, { ...options, taken })));
-    for (const connection of connections) options.logger.info({ mcpServer: connection.server }, 'MCP server connected');
+    for (const connection of connections) {
+      const listed = await listedTools(connection, { ...options, taken });
+      options.logger.info({ mcpServer: connection.server, tools: listed.length }, 'MCP server connected');
+      tools.push(...listed);
+    }
     return { tools, close };
   } catch (error) {
     await close();

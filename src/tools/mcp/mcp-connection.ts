@@ -1,16 +1,11 @@
-import { trace } from '@opentelemetry/api';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Logger } from 'pino';
 import { ThreadlineError, messageOf } from '../../errors.js';
 import { redactText, safeUrl } from '../../text/redact-secrets.js';
 import { VERSION } from '../../version.js';
 import { isStdioServer, type McpServerConfig } from './mcp-servers-config.js';
-import { mcpFetch } from './mcp-fetch.js';
-
-const STDERR_LINE_CHARS = 500;
+import { httpTransport, observe, stdioTransport } from './mcp-transport.js';
 
 /** A connected MCP server, and what its `tools/call` spans say about the connection. */
 export interface McpConnection {
@@ -54,43 +49,5 @@ export async function connectMcpServer(server: string, config: McpServerConfig, 
     protocolVersion: () => protocolVersion,
     sessionId: () => (transport instanceof StreamableHTTPClientTransport ? transport.sessionId : undefined),
     close: () => client.close(),
-  };
-}
-
-function stdioTransport(server: string, config: Extract<McpServerConfig, { command: string }>, logger: Logger): StdioClientTransport {
-  // env: the SDK adds its defaults (HOME, PATH, ...) under these, never the gateway's own variables.
-  const transport = new StdioClientTransport({
-    command: config.command,
-    args: [...(config.args ?? [])],
-    env: { ...config.env },
-    ...(config.cwd === undefined ? {} : { cwd: config.cwd }),
-    stderr: 'pipe',
-  });
-  // Drained, or a chatty server blocks on a full pipe; at debug, as the server's own words.
-  transport.stderr?.on('data', (chunk: Buffer) => logger.debug({ mcpServer: server }, redactText(chunk.toString('utf8')).slice(0, STDERR_LINE_CHARS)));
-  return transport;
-}
-
-function httpTransport(url: string, headers: Readonly<Record<string, string>> | undefined): StreamableHTTPClientTransport {
-  return new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { ...headers } }, fetch: mcpFetch() });
-}
-
-/**
- * Watches what the client sends: the JSON-RPC id of a `tools/call` goes on the active span (the
- * SDK sends synchronously inside the call, so that is its `tools/call` span), and the protocol
- * version the client negotiates (which it tells any transport having setProtocolVersion) is kept.
- */
-function observe(transport: Transport, onVersion: (version: string) => void): void {
-  const send = transport.send.bind(transport);
-  transport.send = (message, options) => {
-    if ('method' in message && message.method === 'tools/call' && 'id' in message) {
-      trace.getActiveSpan()?.setAttribute('jsonrpc.request.id', String(message.id));
-    }
-    return send(message, options);
-  };
-  const setVersion = transport.setProtocolVersion?.bind(transport);
-  transport.setProtocolVersion = (version) => {
-    onVersion(version);
-    setVersion?.(version);
   };
 }
