@@ -731,6 +731,23 @@ export const SETTINGS = {
     max: 10_000,
     description: 'the longest text `/tts` speaks; the audio must also fit in 1 MiB',
   },
+  THREADLINE_MCP_SERVERS: {
+    kind: 'text',
+    group: 'tools',
+    default: undefined,
+    defaultText: 'unset (no MCP servers)',
+    format: 'a path to a JSON file: `{"mcpServers": {"name": {"command", "args", "env", "cwd"} | {"url", "headers"}}}`',
+    description:
+      "MCP servers whose tools the model may call, as `<server>__<tool>` (see docs/tools.md); each is connected at start, and one that does not connect stops the start. A stdio server gets only its `env` (and PATH, HOME and a few more), never the gateway's variables",
+  },
+  THREADLINE_MCP_TIMEOUT_MS: {
+    kind: 'integer',
+    group: 'tools',
+    default: 60_000,
+    min: 1_000,
+    max: 3_600_000,
+    description: 'how long an MCP server may take to connect, to list its tools, or to answer one tool call',
+  },
 
   // LLM agent
   THREADLINE_LLM_BASE_URL: {

@@ -9,6 +9,8 @@ import { systemClock, type Clock } from '../tools/clock.js';
 import type { Deliverer } from '../tools/deliver-later.js';
 import { createToolbox, type Toolbox } from '../tools/toolbox.js';
 import type { Tool } from '../tools/tool.js';
+import { connectMcpServers } from '../tools/mcp/connect-mcp-servers.js';
+import { parseMcpServers, type McpServerConfig } from '../tools/mcp/mcp-servers-config.js';
 import type { Platform } from '../platforms/platform.js';
 import { SlackPlatform } from '../platforms/slack/slack-platform.js';
 import { TelegramPlatform } from '../platforms/telegram/telegram-platform.js';
@@ -48,6 +50,8 @@ export interface GatewayParts {
   readonly clock?: Clock;
   /** Your own tools (defineTool), offered beside the built-in ones. */
   readonly tools?: readonly Tool[];
+  /** MCP servers by name, as in a THREADLINE_MCP_SERVERS file's `mcpServers`; their tools join the others. */
+  readonly mcpServers?: Readonly<Record<string, McpServerConfig>>;
 }
 
 /**
@@ -83,7 +87,24 @@ export async function startGateway(config: GatewayConfig, parts: GatewayParts): 
   }
 }
 
-async function assemble(
+/** The gateway with the MCP servers' tools: connected before the toolbox is made, closed after the gateway stops or fails to start. */
+async function assemble(config: GatewayConfig, parts: GatewayParts, store: AnyStore, unlock: () => void, backend?: RedisBackend): Promise<RunningGateway> {
+  const servers = { ...config.tools.mcp.servers };
+  for (const [name, server] of Object.entries(parseMcpServers(parts.mcpServers ?? {}, 'GatewayParts.mcpServers'))) {
+    if (Object.hasOwn(servers, name)) throw new ThreadlineError('TL_CONFIG_INVALID', `MCP server "${name}" is configured twice: in THREADLINE_MCP_SERVERS and in GatewayParts.mcpServers`);
+    servers[name] = server;
+  }
+  const mcp = await connectMcpServers(servers, { logger: parts.logger, timeoutMs: config.tools.mcp.timeoutMs, taken: (parts.tools ?? []).map(({ name }) => name) });
+  try {
+    const running = await assembleGateway(config, { ...parts, tools: [...(parts.tools ?? []), ...mcp.tools] }, store, unlock, backend);
+    return { ...running, stop: () => running.stop().finally(() => mcp.close()) };
+  } catch (error) {
+    await mcp.close();
+    throw error;
+  }
+}
+
+async function assembleGateway(
   config: GatewayConfig,
   parts: GatewayParts,
   store: AnyStore,

@@ -8,3 +8,4 @@ export { ManualClock, type Clock } from '../tools/clock.js';
 export type { Tool, ToolResult, ToolCall } from '../tools/tool.js';
 export { FakeOpenAI, MAX_RECORDED_REQUESTS, type FakeChatRequest, type FakeCompletion, type FakeOpenAIScript, type FakeAnswerOptions, type FakeToolCall } from './fake-openai.js';
 export type { Misroute, RoutingView, SpanRef, WorkRef } from '../forensics/findings.js';
+export { startTestMcpServer, testMcpServer, testMcpStdioCommand, type TestMcpServer, type ReceivedRouting, type StdioCommand } from './test-mcp-server.js';

@@ -5,7 +5,7 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { Agent } from '../agent/agent.js';
 import type { DeliveryRecord } from '../session/delivery.js';
 import { readGatewayConfig } from '../gateway/gateway-config.js';
-import { startGateway, type RunningGateway } from '../start/start-gateway.js';
+import { startGateway, type GatewayParts, type RunningGateway } from '../start/start-gateway.js';
 import type { WebhookMessageBody } from '../platforms/webhook/webhook-schema.js';
 import { names, withSession, type SessionInput } from '../session/index.js';
 import { ManualClock } from '../tools/clock.js';
@@ -40,6 +40,8 @@ export interface TestGatewayOptions {
   readonly clock?: 'system' | 'manual';
   /** An OpenAI-compatible endpoint for the LLM agent, e.g. a FakeOpenAI's `baseUrl`. */
   readonly llmBaseUrl?: string;
+  /** MCP servers whose tools the gateway offers (GatewayParts.mcpServers), e.g. a startTestMcpServer()'s `url` or `stdio`. */
+  readonly mcpServers?: GatewayParts['mcpServers'];
 }
 
 /** Secrets the test gateway's platforms are configured with. */
@@ -168,7 +170,8 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   });
   const clock = options.clock === 'manual' ? new ManualClock() : undefined;
   const logger = createLogger({ level: process.env['THREADLINE_LOG_LEVEL'] ?? 'silent' });
-  const start = () => startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}), ...(clock ? { clock } : {}) });
+  const start = () =>
+    startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}), ...(clock ? { clock } : {}), ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}) });
   let running = await start();
 
   async function post(path: string, body: string, headers: Readonly<Record<string, string>>): Promise<SendResult> {

@@ -2,6 +2,7 @@ import { commaList } from '../env-vars.js';
 import { ConfigError } from '../errors.js';
 import { readFlag, readInteger, readText, readUrl } from '../config/read-setting.js';
 import { join } from 'node:path';
+import { readMcpServersFile, type McpServers } from './mcp/mcp-servers-config.js';
 
 export interface TerminalConfig {
   /** THREADLINE_TERMINAL=1. */
@@ -39,11 +40,18 @@ export interface LlmConfig {
   readonly historyMessages: number;
 }
 
+export interface McpConfig {
+  /** From the THREADLINE_MCP_SERVERS file; {} when unset. */
+  readonly servers: McpServers;
+  readonly timeoutMs: number;
+}
+
 export interface ToolsConfig {
   readonly terminal: TerminalConfig;
   readonly cron: CronConfig;
   readonly skills: SkillsConfig;
   readonly tts: TtsConfig;
+  readonly mcp: McpConfig;
   /** Present when THREADLINE_LLM_BASE_URL is set. */
   readonly llm: LlmConfig | undefined;
 }
@@ -72,8 +80,15 @@ export function readToolsConfig(env: NodeJS.ProcessEnv, dataDir: string): ToolsC
       voice: readText(env, 'THREADLINE_TTS_VOICE'),
       maxChars: readInteger(env, 'THREADLINE_TTS_MAX_CHARS'),
     },
+    mcp: mcpConfig(env),
     llm: llmConfig(env),
   };
+}
+
+function mcpConfig(env: NodeJS.ProcessEnv): McpConfig {
+  const timeoutMs = readInteger(env, 'THREADLINE_MCP_TIMEOUT_MS');
+  const path = readText(env, 'THREADLINE_MCP_SERVERS');
+  return { servers: path === undefined ? {} : readMcpServersFile(path, 'THREADLINE_MCP_SERVERS'), timeoutMs };
 }
 
 function llmConfig(env: NodeJS.ProcessEnv): LlmConfig | undefined {

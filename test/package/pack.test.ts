@@ -100,7 +100,7 @@ async function install(dir: string, tarball: string): Promise<void> {
 
 describe('npm pack', () => {
   it('ships dist/ with its types, and neither sources, tests nor source maps', () => {
-    for (const file of ['dist/index.js', 'dist/index.d.ts', 'dist/testing/index.js', 'dist/testing/index.d.ts', 'dist/cli/threadline.js']) {
+    for (const file of ['dist/index.js', 'dist/index.d.ts', 'dist/testing/index.js', 'dist/testing/index.d.ts', 'dist/testing/test-mcp-stdio-server.js', 'dist/cli/threadline.js']) {
       expect(packedFiles).toContain(file);
     }
     const docs = (file: string) => /^docs\/[^/]+\.md$/.test(file) || file === 'docs/openapi.json';
@@ -160,6 +160,27 @@ describe('the installed package', () => {
     await expect(checked).resolves.toBeDefined();
     // Every dependency's declarations are checked too: tens of seconds on two cores.
   }, 240_000);
+
+  it('runs the test MCP server of threadline/testing over stdio and HTTP, from dist/', async () => {
+    writeFileSync(
+      join(consumer, 'mcp.mjs'),
+      `import { startTestGateway, startTestMcpServer } from 'threadline/testing';
+const server = await startTestMcpServer();
+const gateway = await startTestGateway({ mcpServers: { local: server.stdio, remote: { url: server.url } } });
+try {
+  for (const name of ['local__routing', 'remote__routing']) {
+    const { text } = await gateway.runTool(name, {}, { platform: 'webhook', chatType: 'group', chatId: 'ops', threadId: 'deploys' });
+    console.log(name, JSON.parse(text).baggage['chat.thread.id']);
+  }
+} finally {
+  await gateway.stop();
+  await server.close();
+}
+`,
+    );
+    const { stdout } = await inDir(consumer, process.execPath, ['mcp.mjs']);
+    expect(stdout).toContain('local__routing deploys\nremote__routing deploys');
+  });
 
   it('installs the bin executable, runnable by its path', async () => {
     const bin = join(consumer, 'node_modules', 'threadline', 'dist', 'cli', 'threadline.js');
