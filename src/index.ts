@@ -17,3 +17,4 @@ export type { DeliveryRequest } from './deliveries/router.js';
 export { SqliteStore } from './store/sqlite-store.js';
 export { readGatewayConfig, type GatewayConfig } from './gateway/gateway-config.js';
 export { startGateway, type RunningGateway, type GatewayParts } from './start/start-gateway.js';
+export { defineGatewayConfig, type GatewayModule } from './start/gateway-module.js';

@@ -5,6 +5,7 @@
  */
 import { readGatewayConfig } from '../gateway/gateway-config.js';
 import { startGateway, type RunningGateway } from '../start/start-gateway.js';
+import { loadGatewayModule } from '../start/gateway-module.js';
 import { exitOnStartupError } from '../startup-failure.js';
 import { stopThenExit } from './stop-then-exit.js';
 import { describeExporter } from '../telemetry/index.js';
@@ -23,7 +24,9 @@ async function stop(signal: string): Promise<void> {
 
 try {
   const config = readGatewayConfig();
-  running = await startGateway(config, { logger });
+  const { path: modulePath, ...module } = await loadGatewayModule();
+  if (modulePath !== undefined) logger.info({ module: modulePath }, 'gateway module loaded');
+  running = await startGateway(config, { logger, ...module });
   // Before the banner: whoever reads it may signal at once, and a signal without a listener
   // kills. on, not once: Ctrl-C under `npm start` arrives twice (from the terminal, and
   // forwarded by npm), and a second signal with no listener would kill the drain.

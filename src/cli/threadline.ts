@@ -30,7 +30,9 @@ function buildProgram(io: CliIo, doctor: DoctorOptions = {}): Command {
   program
     .command('start')
     .description('start the gateway (the default), configured by environment variables: see threadline config')
-    .action(async () => {
+    .option('--config <path>', 'the gateway module with your tools, agent and MCP servers (THREADLINE_CONFIG; default ./threadline.config.js)')
+    .action(async (options: { config?: string }) => {
+      if (options.config !== undefined) process.env['THREADLINE_CONFIG'] = options.config;
       // The telemetry bootstrap must patch http before the gateway's modules load it.
       await import('../telemetry/register.js');
       await import('./main.js');

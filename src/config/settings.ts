@@ -731,6 +731,15 @@ export const SETTINGS = {
     max: 10_000,
     description: 'the longest text `/tts` speaks; the audio must also fit in 1 MiB',
   },
+  THREADLINE_CONFIG: {
+    kind: 'text',
+    group: 'tools',
+    default: undefined,
+    defaultText: '`threadline.config.js` (or `.mjs`) in the working directory, if there is one',
+    format: 'a path to an ES module (`threadline start --config <path>` sets it)',
+    description:
+      'your tools, agent and MCP servers: the module\'s default export, `defineGatewayConfig({ tools, agent, mcpServers })` (see docs/agents.md); a path set here that does not exist stops the start',
+  },
   THREADLINE_MCP_SERVERS: {
     kind: 'text',
     group: 'tools',

@@ -10,7 +10,7 @@ import type { WebhookMessageBody } from '../platforms/webhook/webhook-schema.js'
 import { names, withSession, type SessionInput } from '../session/index.js';
 import { ManualClock } from '../tools/clock.js';
 import { executeTool } from '../tools/execute-tool.js';
-import type { ToolResult } from '../tools/tool.js';
+import type { Tool, ToolResult } from '../tools/tool.js';
 import type { Toolbox } from '../tools/toolbox.js';
 import { ThreadlineError } from '../errors.js';
 import { createLogger } from '../telemetry/logger.js';
@@ -40,6 +40,8 @@ export interface TestGatewayOptions {
   readonly clock?: 'system' | 'manual';
   /** An OpenAI-compatible endpoint for the LLM agent, e.g. a FakeOpenAI's `baseUrl`. */
   readonly llmBaseUrl?: string;
+  /** Your own tools (defineTool), offered beside the built-in ones. */
+  readonly tools?: readonly Tool[];
   /** MCP servers whose tools the gateway offers (GatewayParts.mcpServers), e.g. a startTestMcpServer()'s `url` or `stdio`. */
   readonly mcpServers?: GatewayParts['mcpServers'];
 }
@@ -171,7 +173,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const clock = options.clock === 'manual' ? new ManualClock() : undefined;
   const logger = createLogger({ level: process.env['THREADLINE_LOG_LEVEL'] ?? 'silent' });
   const start = () =>
-    startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}), ...(clock ? { clock } : {}), ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}) });
+    startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}), ...(clock ? { clock } : {}), ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}), ...(options.tools ? { tools: options.tools } : {}) });
   let running = await start();
 
   async function post(path: string, body: string, headers: Readonly<Record<string, string>>): Promise<SendResult> {

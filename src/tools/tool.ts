@@ -39,6 +39,12 @@ export interface ToolCall {
    * started, a job stored) makes them once per key.
    */
   readonly idempotencyKey?: string | undefined;
+  /**
+   * Sends `text` to this call's chat and thread `delayMs` from now (1 s to 365 days): stored,
+   * so it is sent after a restart too, and once per call key. Resolves with the job's id (as
+   * list_schedules shows it) and when it is due. Set in a gateway; undefined elsewhere.
+   */
+  readonly later?: ((text: string, delayMs: number) => Promise<{ readonly id: string; readonly at: number }>) | undefined;
 }
 
 export interface ToolResult {

@@ -1,5 +1,5 @@
 import { ThreadlineError } from '../errors.js';
-import { createScheduler, type ScheduleRunnerFactory } from './cron/index.js';
+import { createScheduler, type Later, type ScheduleRunnerFactory } from './cron/index.js';
 import { createSendMessage } from './send-message/index.js';
 import { createSkills, type Skills } from './skills/index.js';
 import { createTerminal } from './terminal/index.js';
@@ -39,7 +39,7 @@ export function createToolbox(services: ToolServices, config: ToolsConfig, parts
     ...(parts.tools ?? []),
   ];
   const tools = new Map<string, Tool>();
-  for (const tool of all) {
+  for (const tool of all.map((one) => withLater(one, cron.later))) {
     // Two tools of one name: the model could not tell which it calls.
     if (tools.has(tool.name)) throw new ThreadlineError('TL_CONFIG_INVALID', `Two tools are named ${tool.name}: give each tool a name of its own`);
     tools.set(tool.name, tool);
@@ -55,4 +55,9 @@ export function createToolbox(services: ToolServices, config: ToolsConfig, parts
       await Promise.all(background.map((work) => work.stop()));
     },
   };
+}
+
+/** The tool, its calls given later(): a message to the call's chat and thread, stored for its time. */
+function withLater(tool: Tool, later: Later): Tool {
+  return { ...tool, run: (input, call) => tool.run(input, { ...call, later: (text, delayMs) => later(text, delayMs, call.idempotencyKey) }) };
 }

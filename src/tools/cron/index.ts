@@ -1,4 +1,8 @@
 import { TargetResolver } from '../../deliveries/target-resolver.js';
+import { ThreadlineError } from '../../errors.js';
+import { addJob } from './add-job.js';
+import { checkJobText } from './job-text.js';
+import { MAX_DELAY_MS, MIN_DELAY_MS } from './parse-delay.js';
 import type { Tool } from '../tool.js';
 import type { ToolServices } from '../tool-services.js';
 import type { CronConfig } from '../tools-config.js';
@@ -28,11 +32,26 @@ export function createScheduler(
   services: ToolServices,
   config: CronConfig,
   runner: ScheduleRunnerFactory = (shared) => new CronScheduler(shared),
-): { tools: Tool[]; scheduler: ScheduleRunner } {
+): { tools: Tool[]; scheduler: ScheduleRunner; later: Later } {
   const scheduler = runner(services);
   const context = { services, config, scheduler, targets: new TargetResolver(services.store.homes, services.platforms) };
   return {
     tools: [remindTool(context), scheduleTool(context), listSchedulesTool(context), removeScheduleTool(context)],
     scheduler,
+    // What remind does, for any tool: one message to the origin after a delay.
+    later: async (text, delayMs, callKey) => {
+      const job = await addJob(context, { text: checkJobText(text), target: { to: 'origin' }, nextAt: services.clock.now() + checkDelayMs(delayMs) }, callKey);
+      return { id: job.id, at: job.nextAt };
+    },
   };
+}
+
+/** Schedules one message to the active context's chat and thread (ToolCall.later), once per call key. */
+export type Later = (text: string, delayMs: number, callKey: string | undefined) => Promise<{ readonly id: string; readonly at: number }>;
+
+function checkDelayMs(delayMs: number): number {
+  if (!Number.isFinite(delayMs) || delayMs < MIN_DELAY_MS || delayMs > MAX_DELAY_MS) {
+    throw new ThreadlineError('TL_TOOL_INPUT', `later() takes a delay from ${MIN_DELAY_MS} ms to ${MAX_DELAY_MS} ms; ${String(delayMs)} is not`);
+  }
+  return delayMs;
 }
