@@ -42,6 +42,8 @@ function relativeLinks(markdown: string): string[] {
 }
 
 let packedFiles: string[];
+/** The packed tarball's path. */
+let tarball: string;
 /** `tar -tv` of the tarball: each entry's mode string by its path inside the package. */
 let packedModes: Map<string, string>;
 let consumer: string;
@@ -70,26 +72,33 @@ beforeAll(async () => {
       .map((fields) => [fields.at(-1)!.replace(/^package\//, ''), fields[0]!] as const),
   );
 
+  tarball = join(packDir, manifest.filename);
   consumer = join(temp, 'consumer');
   mkdirSync(consumer);
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-  await install(consumer, join(packDir, manifest.filename));
-  // --ignore-scripts skipped better-sqlite3's native build (minutes from source): this
-  // project's binary serves, built for this same Node and the same pinned version.
-  const release = join(consumer, 'node_modules', 'better-sqlite3', 'build', 'Release');
-  mkdirSync(release, { recursive: true });
-  copyFileSync(join(ROOT, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'), join(release, 'better_sqlite3.node'));
-  // The example's test runner is the user's own dependency; this project's vitest stands in for it.
-  symlinkSync(join(ROOT, 'node_modules', 'vitest'), join(consumer, 'node_modules', 'vitest'), 'dir');
+  await install(consumer, [tarball]);
+  useLocalBuilds(consumer);
   writeFileSync(join(consumer, 'example.test.ts'), readmeExample());
 }, 300_000);
+
+/**
+ * --ignore-scripts skipped better-sqlite3's native build (minutes from source): this project's
+ * binary serves, built for this same Node and the same pinned version. The test runner is the
+ * user's own dependency; this project's vitest stands in for it.
+ */
+function useLocalBuilds(dir: string): void {
+  const release = join(dir, 'node_modules', 'better-sqlite3', 'build', 'Release');
+  mkdirSync(release, { recursive: true });
+  copyFileSync(join(ROOT, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'), join(release, 'better_sqlite3.node'));
+  symlinkSync(join(ROOT, 'node_modules', 'vitest'), join(dir, 'node_modules', 'vitest'), 'dir');
+}
 
 /**
  * Dependencies come from npm's cache: --offline when it holds everything, else
  * --prefer-offline, which asks the registry only for package metadata the cache lacks.
  */
-async function install(dir: string, tarball: string): Promise<void> {
-  const args = ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--no-package-lock', tarball];
+async function install(dir: string, packages: readonly string[]): Promise<void> {
+  const args = ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--no-package-lock', '--omit=dev', ...packages];
   try {
     await inDir(dir, 'npm', ['--offline', ...args]);
   } catch (error) {
@@ -193,4 +202,18 @@ try {
     const help = (await inDir(consumer, 'npx', ['--no', '--', 'threadline', '--help'])).stdout;
     for (const command of ['start', 'config', 'doctor', 'deliveries']) expect(help).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
   });
+});
+
+describe('examples/parcel-agent against the packed package', () => {
+  it('passes its own tests: its tool and agent through threadline/testing, and `threadline start` loading its module', async () => {
+    const example = join(tempRoot(), 'parcel-agent');
+    cpSync(join(ROOT, 'examples', 'parcel-agent'), example, { recursive: true });
+    const zod = (JSON.parse(readFileSync(join(ROOT, 'node_modules', 'zod', 'package.json'), 'utf8')) as { version: string }).version;
+    await install(example, [tarball, `zod@${zod}`]);
+    useLocalBuilds(example);
+    const { stdout } = await inDir(example, join(BIN, 'vitest'), ['run', '--root', example, '--reporter', 'verbose']).catch((error: { stdout?: string; stderr?: string }) => {
+      throw new Error(`the example's tests failed:\n${error.stdout ?? ''}\n${error.stderr ?? String(error)}`);
+    });
+    expect(stdout).toMatch(/3 passed/);
+  }, 240_000);
 });
