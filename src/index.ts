@@ -9,6 +9,7 @@ export { executeTool, type Authorize } from './tools/execute-tool.js';
 export type { Toolbox } from './tools/toolbox.js';
 export { CommandAgent, HELP_TEXT } from './gateway/commands/command-agent.js';
 export { commandOf } from './gateway/commands/command.js';
+export { commandsFirst } from './gateway/commands/commands-first.js';
 export type { Platform, InboundMessage, OutboundMessage, Intake, AcceptedMessage, Idempotency } from './platforms/platform.js';
 export type { Store } from './store/store.js';
 export { formatDestination, parseDestination, type Destination, type DeliveryKind, type Delivery, type DeliveryRecord, type DeliveryStatus } from './session/delivery.js';
