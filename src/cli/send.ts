@@ -7,7 +7,9 @@
  */
 import { type Command } from 'commander';
 import pino from 'pino';
-import { isSet, readInteger } from '../config/read-setting.js';
+import { resolve } from 'node:path';
+import { isSet, readInteger, readText } from '../config/read-setting.js';
+import { isDataDirLocked } from '../store/data-dir-lock.js';
 import { ThreadlineError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { systemClock } from '../tools/clock.js';
@@ -41,7 +43,12 @@ export function registerSend(program: Command, io: CliIo): void {
         if (error instanceof ThreadlineError) fail(io, `${error.message} [${error.code}]`);
         throw error;
       });
-      io.out(`${answer.text.replace(/\.$/, '')}: queued; the running gateway sends it within a second\n`);
+      const dataDir = resolve(options.dataDir ?? readText(io.env, 'THREADLINE_DATA_DIR'));
+      io.out(
+        isDataDirLocked(dataDir)
+          ? `${answer.text.replace(/\.$/, '')}: queued; the running gateway sends it within a second\n`
+          : `${answer.text.replace(/\.$/, '')}: queued in ${dataDir}; no gateway runs there now, so it is sent when one starts\n`,
+      );
     });
 }
 

@@ -192,7 +192,10 @@ async function assembleGateway(
 
 /** The command agent; with a model configured, the LLM agent in front of it. */
 function defaultAgent(config: GatewayConfig, toolbox: Toolbox, store: AnyStore, logger: Logger): Agent {
-  const commands = new CommandAgent(toolbox.tools);
+  const commands = new CommandAgent(toolbox.tools, async (destination) => {
+    const [processes, schedules] = await Promise.all([store.processes.ofDestination(destination), store.schedules.ofDestination(destination)]);
+    return { commands: processes.length, schedules: schedules.length };
+  });
   const { llm } = config.tools;
   if (llm === undefined) return commands;
   const model = new LlmAgent({

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { ThreadlineError, messageOf } from '../errors.js';
@@ -66,6 +66,26 @@ export function acquireDataDirLock(dataDir: string): DataDirLock {
       }
     },
   };
+}
+
+/**
+ * Whether a gateway holds the data directory's lock now: a read of the lock file, refused at
+ * once (SQLITE_BUSY) while a holder's exclusive transaction is open. Takes no lock of its own.
+ */
+export function isDataDirLocked(dataDir: string): boolean {
+  const path = join(resolve(dataDir), LOCK_FILE);
+  if (!existsSync(path)) return false;
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true, timeout: 0 });
+    db.prepare('SELECT count(*) FROM sqlite_master').get();
+    return false;
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'SQLITE_BUSY') return true;
+    throw error;
+  } finally {
+    db?.close();
+  }
 }
 
 function readPid(path: string): number | undefined {

@@ -41,4 +41,35 @@ describe('threadline send', () => {
     }
     expect(cli.err()).toContain('[TL_SESSION_MISSING]');
   });
+
+  it('to an explicit chat and thread needs no session: sent by the running gateway', async () => {
+    const g = await start();
+    const cli = io({ THREADLINE_DATA_DIR: g.dataDir });
+    await withoutSessionVariables(async () => expect(await runThreadline(['send', 'webhook:ops:deploys', 'nightly', 'build', 'green'], cli.io)).toBe(0));
+    expect(cli.out()).toMatch(/^Sent to webhook:ops:deploys: queued; the running gateway sends it within a second\n$/);
+    const [sent] = await g.receiver.waitFor(1);
+    expect(sent!.body).toMatchObject({ chat_id: 'ops', thread_id: 'deploys', text: 'nightly build green', kind: 'send' });
+  });
+
+  it('says when no gateway runs on the data dir, and the next one to start sends it', async () => {
+    const g = await start();
+    await g.running.stop();
+    const cli = io({ THREADLINE_DATA_DIR: g.dataDir });
+    await withoutSessionVariables(async () => expect(await runThreadline(['send', 'webhook:ops', 'queued', 'while', 'down'], cli.io)).toBe(0));
+    expect(cli.out()).toContain(`queued in ${g.dataDir}; no gateway runs there now, so it is sent when one starts`);
+    await g.restart();
+    const [sent] = await g.receiver.waitFor(1);
+    expect(sent!.body).toMatchObject({ chat_id: 'ops', text: 'queued while down' });
+  });
 });
+
+/** Runs `fn` with no THREADLINE_SESSION_* variable in this process's environment. */
+async function withoutSessionVariables(fn: () => Promise<void>): Promise<void> {
+  const saved = Object.entries(process.env).filter(([name]) => name.startsWith('THREADLINE_SESSION_'));
+  for (const [name] of saved) delete process.env[name];
+  try {
+    await fn();
+  } finally {
+    for (const [name, value] of saved) process.env[name] = value;
+  }
+}

@@ -1,3 +1,5 @@
+import type { Destination } from '../../session/delivery.js';
+import { destinationOf } from '../../session/routing-mismatch.js';
 import { ThreadlineError } from '../../errors.js';
 import { executeTool } from '../../tools/execute-tool.js';
 import type { Tool, ToolResult } from '../../tools/tool.js';
@@ -31,7 +33,11 @@ export const HELP_TEXT = [
  * itself in front and hands commands here.
  */
 export class CommandAgent implements Agent {
-  constructor(private readonly tools: ReadonlyMap<string, Tool>) {}
+  constructor(
+    private readonly tools: ReadonlyMap<string, Tool>,
+    /** What keeps running in a chat after /stop; default: not told. */
+    private readonly background?: BackgroundOfChat,
+  ) {}
 
   async handle(turn: Turn): Promise<void> {
     const command = commandOf(turn.text);
@@ -49,7 +55,7 @@ export class CommandAgent implements Agent {
           await turn.newConversation();
           return await turn.reply('Started a new conversation.');
         case '/stop':
-          return await turn.reply('Stopped.');
+          return await turn.reply(await this.stopText(turn));
         case '/help':
         case '/start':
           return await turn.reply(HELP_TEXT);
@@ -77,6 +83,19 @@ export class CommandAgent implements Agent {
       if (!(error instanceof ThreadlineError)) throw error;
       await turn.reply(`${command}: ${error.message}`);
     }
+  }
+
+  /** What /stop did (the running turn, aborted before this one ran) and what it leaves running. */
+  private async stopText(turn: Turn): Promise<string> {
+    const stopped = 'Stopped the turn this chat was running, if there was one.';
+    if (this.background === undefined) return stopped;
+    const { commands, schedules } = await this.background(destinationOf(turn.session));
+    if (commands === 0 && schedules === 0) return `${stopped} Nothing else runs here.`;
+    const still = [
+      ...(commands === 0 ? [] : [`${plural(commands, 'background command')} (/jobs lists them, /kill <id> ends one)`]),
+      ...(schedules === 0 ? [] : [`${plural(schedules, 'reminder or cron job', 'reminders or cron jobs')} (/cron list, /cron rm <id>)`]),
+    ];
+    return `${stopped} Still running here, which /stop does not end: ${still.join('; ')}.`;
   }
 
   /** Calls the tool and replies with what it says (and its file); a refused sender was answered already. */
@@ -108,4 +127,11 @@ function statusText(turn: Turn): string {
     `session: ${session.sessionId}`,
     `trace: ${turn.traceId}`,
   ].join('\n');
+}
+
+/** How much background work a chat and thread has: its commands and its scheduled jobs. */
+export type BackgroundOfChat = (destination: Destination) => Promise<{ readonly commands: number; readonly schedules: number }>;
+
+function plural(count: number, one: string, many = `${one}s`): string {
+  return `${count} ${count === 1 ? one : many}`;
 }

@@ -3,8 +3,8 @@ import { Type } from 'typebox';
 import { ThreadlineError } from '../../errors.js';
 import { TargetResolver } from '../../deliveries/target-resolver.js';
 import { formatDestination, type Destination } from '../../session/delivery.js';
-import { parseTarget } from '../../session/target.js';
-import { activeContext, captureRouting, contextWithSession, currentSession, getSession, type Session } from '../../session/index.js';
+import { parseTarget, type Target } from '../../session/target.js';
+import { activeContext, captureRouting, contextWithSession, createSession, currentSession, getSession, type Session } from '../../session/index.js';
 import type { Tool } from '../tool.js';
 import { defineTool } from '../define-tool.js';
 import type { ToolServices } from '../tool-services.js';
@@ -35,13 +35,18 @@ export function createSendMessage(services: ToolServices, options: { readonly hi
     adminOnly: true,
     async run(args) {
       const { target: targetText, text } = args as { target: string; text: string };
-      const session = currentSession();
+      const target = parseTarget(targetText);
+      // An explicit destination needs no session: a script's message is its own origin.
+      const session = currentSession() ?? (target.to === 'explicit' ? originOfExplicit(targets.check(target)) : undefined);
       if (session === undefined) {
-        throw new ThreadlineError('TL_SESSION_MISSING', 'send_message runs in a session: inside the gateway, or with THREADLINE_SESSION_PLATFORM and THREADLINE_SESSION_CHAT_ID set');
+        throw new ThreadlineError(
+          'TL_SESSION_MISSING',
+          `send_message to ${target.to} runs in a session: inside the gateway, or with THREADLINE_SESSION_PLATFORM and THREADLINE_SESSION_CHAT_ID set; or name a <platform>:<chat>[:<thread>]`,
+        );
       }
-      // Outside the gateway the session comes from the environment: capture that one.
+      // Outside the gateway the session comes from the environment (or the destination): capture that one.
       const origin = captureRouting(getSession() === undefined ? contextWithSession(activeContext(), session) : activeContext());
-      const destination = await targets.resolve(parseTarget(targetText), origin);
+      const destination = await targets.resolve(target, origin);
       await services.deliverer.deliver({ id: sendId(session, destination, text), kind: 'send', text, target: { to: 'explicit', destination }, origin });
       const source = toolSurface();
       await services.store.history.mirror(destination, { role: 'user', text, source, at: services.clock.now() }, options.historyKeep);
@@ -58,4 +63,11 @@ function sendId(session: Session, destination: Destination, text: string): strin
   if (session.messageId === undefined) return `send:${randomUUID()}`;
   const digest = createHash('sha256').update(`${session.sessionId}\0${session.messageId}\0${formatDestination(destination)}\0${text}`).digest('base64url');
   return `send:${digest.slice(0, 32)}`;
+}
+
+/** The origin of a message sent from outside any session to an explicit destination: that chat and thread. */
+function originOfExplicit(target: Target): Session {
+  if (target.to !== 'explicit') throw new ThreadlineError('TL_TARGET_INVALID', 'only an explicit destination is its own origin');
+  const { platform, chatId, threadId } = target.destination;
+  return createSession({ platform, chatId, chatType: 'group', ...(threadId === undefined ? {} : { threadId }) });
 }

@@ -86,7 +86,28 @@ describe('CommandAgent through the gateway', () => {
     expect(aborted).toEqual(['busy']);
     expect(replies.map((d) => [d.body.chat_id, d.body.text])).toEqual([
       ['calm', 'hello'],
-      ['busy', 'Stopped.'],
+      ['busy', 'Stopped the turn this chat was running, if there was one.'],
     ]);
+  });
+
+  it('/stop says what keeps running in the chat: its background commands and scheduled jobs', async () => {
+    gateway = await startTestGateway({ clock: 'manual', env: { THREADLINE_TERMINAL: '1', THREADLINE_ADMINS: '*' } });
+    await gateway.send({ chat_id: 'ops', thread_id: 't', text: '/stop' });
+    expect((await gateway.receiver.waitFor(1))[0]!.body.text).toBe('Stopped the turn this chat was running, if there was one. Nothing else runs here.');
+    await gateway.send({ chat_id: 'ops', thread_id: 't', text: '/run sleep 30' });
+    await gateway.send({ chat_id: 'ops', thread_id: 't', text: '/remind 1h stretch' });
+    await gateway.send({ chat_id: 'ops', thread_id: 'other', text: '/remind 1h elsewhere' });
+    await gateway.receiver.waitFor(4);
+    await gateway.send({ chat_id: 'ops', thread_id: 't', text: '/stop' });
+    const stop = (await gateway.receiver.waitFor(5))[4]!.body;
+    expect(stop).toMatchObject({ chat_id: 'ops', thread_id: 't' });
+    expect(stop.text).toBe(
+      'Stopped the turn this chat was running, if there was one. Still running here, which /stop does not end: ' +
+        '1 background command (/jobs lists them, /kill <id> ends one); 1 reminder or cron job (/cron list, /cron rm <id>).',
+    );
+    // The command ends here, not with the test.
+    const started = (await gateway.receiver.waitFor(5)).find((d) => d.body.text.startsWith('Started'))!.body.text;
+    await gateway.send({ chat_id: 'ops', thread_id: 't', text: `/kill ${/Started (\w+)/.exec(started)![1]!}` });
+    await gateway.receiver.waitFor(6);
   });
 });
