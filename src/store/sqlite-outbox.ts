@@ -41,6 +41,18 @@ export interface DeliveryStateRow {
 
 export type AddResult = 'claimed' | 'queued' | 'exists';
 
+/** A new delivery as its row's columns hold it: destination and origin encoded, no value undefined. */
+export interface EncodedDelivery {
+  readonly id: string;
+  readonly kind: string;
+  readonly destination: string;
+  readonly text: string;
+  readonly inReplyTo: string | null;
+  readonly origin: string;
+  readonly createdAt: number;
+  readonly attachment: string | null;
+}
+
 const DELIVERY_COLUMNS = `id, kind, destination, text, in_reply_to, origin, status, attempts, attempts_since, due_at, lease_until, last_error, created_at, finished_at, attachment`;
 const DELIVERY_STATE_COLUMNS = `id, kind, status, destination, origin, attempts, attempts_since, due_at, lease_until, last_error, finished_at`;
 
@@ -143,33 +155,15 @@ export function outboxOperations(db: Database.Database, prune: Prune) {
      * Records a delivery. With nothing of its destination open it is that destination's head
      * and is claimed at once (`claimed`: the caller sends it now); otherwise it waits its turn.
      */
-    addDelivery(
-      id: string,
-      kind: string,
-      destination: string,
-      text: string,
-      inReplyTo: string | null,
-      origin: string,
-      now: number,
-      leaseUntil: number,
-      attachment: string | null = null,
-    ): AddResult {
+    addDelivery(row: EncodedDelivery, leaseUntil: number): AddResult {
+      const { id, kind, destination, text, inReplyTo, origin, createdAt: now, attachment } = row;
       const head = open(destination) === 0;
       const added = addDelivery.run(id, kind, destination, text, inReplyTo, origin, head ? 'sending' : 'pending', head ? 1 : 0, now, now, head ? leaseUntil : null, now, attachment);
       return added.changes === 0 ? 'exists' : head ? 'claimed' : 'queued';
     },
     /** Records a delivery that must not be sent as a dead letter; false when its id was recorded before. */
-    addRefusedDelivery(
-      id: string,
-      kind: string,
-      destination: string,
-      text: string,
-      inReplyTo: string | null,
-      origin: string,
-      now: number,
-      error: string,
-      attachment: string | null = null,
-    ): boolean {
+    addRefusedDelivery(row: EncodedDelivery, error: string): boolean {
+      const { id, kind, destination, text, inReplyTo, origin, createdAt: now, attachment } = row;
       return addRefused.run(id, kind, destination, text, inReplyTo, origin, now, now, error.slice(0, 1000), now, now, attachment).changes === 1;
     },
     /**

@@ -11,7 +11,7 @@ import {
 import { messageOf } from '../errors.js';
 import { sessionIdOfKey, type RoutingSnapshot } from '../session/index.js';
 import type { HistoryRow } from './sqlite-history.js';
-import type { DeliveryRow, DeliveryStateRow } from './sqlite-outbox.js';
+import type { DeliveryRow, DeliveryStateRow, EncodedDelivery } from './sqlite-outbox.js';
 import type { OverdueParameters } from './sqlite-overdue-filters.js';
 import type { ProcessRow, UnreportedProcessRow } from './sqlite-processes.js';
 import type { Retention } from './retention.js';
@@ -25,6 +25,7 @@ import {
   type HistoryLog,
   type HomeChannels,
   type MessageLog,
+  type NewDelivery,
   type OutboxStore,
   type OverdueQuery,
   type ProcessRecord,
@@ -130,21 +131,23 @@ function messageLog(thread: SqliteConnection): MessageLog {
   };
 }
 
+/** A new delivery as its row's columns hold it. */
+function encodeDelivery(delivery: NewDelivery): EncodedDelivery {
+  return {
+    id: delivery.id,
+    kind: delivery.kind,
+    destination: formatDestination(delivery.destination),
+    text: delivery.text,
+    inReplyTo: delivery.inReplyTo ?? null,
+    origin: encodeRouting(delivery.origin),
+    createdAt: delivery.createdAt,
+    attachment: delivery.attachment === undefined ? null : JSON.stringify(delivery.attachment),
+  };
+}
+
 function outbox(thread: SqliteConnection): OutboxStore {
   return {
-    add: (delivery, leaseUntil) =>
-      thread.call(
-        'addDelivery',
-        delivery.id,
-        delivery.kind,
-        formatDestination(delivery.destination),
-        delivery.text,
-        delivery.inReplyTo ?? null,
-        encodeRouting(delivery.origin),
-        delivery.createdAt,
-        leaseUntil,
-        delivery.attachment === undefined ? null : JSON.stringify(delivery.attachment),
-      ),
+    add: (delivery, leaseUntil) => thread.call('addDelivery', encodeDelivery(delivery), leaseUntil),
     claim: async (now, limit, leaseUntil) => {
       const { rows, nextAt } = await thread.call('claim', now, limit, leaseUntil);
       const deliveries: Delivery[] = [];
@@ -162,19 +165,7 @@ function outbox(thread: SqliteConnection): OutboxStore {
     markDone: (id, leaseUntil) => thread.callLazily('markDone', id, Date.now(), leaseUntil),
     retryAt: (id, dueAt, error, leaseUntil) => thread.call('retryAt', id, dueAt, error, leaseUntil),
     markFailed: (id, error, leaseUntil) => thread.call('markFailed', id, error, Date.now(), leaseUntil),
-    addRefused: (delivery, error) =>
-      thread.call(
-        'addRefusedDelivery',
-        delivery.id,
-        delivery.kind,
-        formatDestination(delivery.destination),
-        delivery.text,
-        delivery.inReplyTo ?? null,
-        encodeRouting(delivery.origin),
-        delivery.createdAt,
-        error,
-        delivery.attachment === undefined ? null : JSON.stringify(delivery.attachment),
-      ),
+    addRefused: (delivery, error) => thread.call('addRefusedDelivery', encodeDelivery(delivery), error),
     releaseLeases: (now) => thread.call('releaseLeases', now),
     retryFailed: (id) => thread.call('retryFailed', id ?? null, Date.now()),
     list: async ({ failedOnly = false, chatId, limit }) => {
