@@ -292,6 +292,24 @@ export const SETTINGS = {
     default: 'shared',
     description: '`per-user`: one session per user in group chats',
   },
+  THREADLINE_TYPING_INTERVAL_MS: {
+    kind: 'integer',
+    group: 'turns',
+    default: 4_000,
+    min: 0,
+    max: 60_000,
+    description:
+      'while a turn runs, "typing…" is shown in its chat and thread (Telegram: sendChatAction, which lasts about 5 s; Slack: the thread\'s status) from its start until its first reply, sent again this often; `0`: never',
+  },
+  THREADLINE_DRAFT_INTERVAL_MS: {
+    kind: 'integer',
+    group: 'turns',
+    default: 400,
+    min: 0,
+    max: 60_000,
+    description:
+      'the least time between two drafts of an answer shown while the model writes it (Telegram private chats: sendMessageDraft; keep it at 250 or more there); the answer itself is still one message; `0`: no drafts',
+  },
   THREADLINE_STRICT_ROUTING: {
     kind: 'flag',
     group: 'turns',

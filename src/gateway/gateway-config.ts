@@ -54,6 +54,8 @@ export interface GatewayConfig {
   readonly queueCapacity: number;
   readonly perUserGroupSessions: boolean;
   readonly strictRouting: boolean;
+  /** THREADLINE_TYPING_INTERVAL_MS and THREADLINE_DRAFT_INTERVAL_MS. */
+  readonly presence: { readonly typingIntervalMs: number; readonly draftIntervalMs: number };
   readonly deliveryMaxAttempts: number;
   readonly deliveryBackoffMs: number;
   readonly deliveryBackoffMaxMs: number;
@@ -105,6 +107,7 @@ export function readGatewayConfig(env: NodeJS.ProcessEnv = process.env): Gateway
     queueCapacity: readInteger(env, 'THREADLINE_QUEUE_CAPACITY'),
     perUserGroupSessions: readChoice(env, 'THREADLINE_GROUP_SESSIONS') === 'per-user',
     strictRouting: readFlag(env, 'THREADLINE_STRICT_ROUTING'),
+    presence: { typingIntervalMs: readInteger(env, 'THREADLINE_TYPING_INTERVAL_MS'), draftIntervalMs: readInteger(env, 'THREADLINE_DRAFT_INTERVAL_MS') },
     deliveryMaxAttempts: readInteger(env, 'THREADLINE_DELIVERY_MAX_ATTEMPTS'),
     deliveryBackoffMs: readInteger(env, 'THREADLINE_DELIVERY_BACKOFF_MS'),
     deliveryBackoffMaxMs: readInteger(env, 'THREADLINE_DELIVERY_BACKOFF_MAX_MS'),

@@ -13,6 +13,7 @@ import type { GatewayMetrics, TurnResult } from '../telemetry/gateway-metrics.js
 import { threadlineTracer } from '../telemetry/tracer.js';
 import { contextWithTurnCalls } from '../tools/call-key.js';
 import type { TurnJob } from './turn-queue.js';
+import { DEFAULT_PRESENCE, TurnPresence, type PresenceOptions } from './turn-presence.js';
 
 export interface TurnRunnerOptions {
   readonly store: AnyStore;
@@ -25,6 +26,8 @@ export interface TurnRunnerOptions {
   readonly admins?: Admins | undefined;
   readonly metrics: GatewayMetrics;
   readonly logger: Logger;
+  /** Typing and drafts of the answer while a turn runs; default DEFAULT_PRESENCE. */
+  readonly presence?: PresenceOptions | undefined;
 }
 
 const tracer = threadlineTracer();
@@ -63,14 +66,23 @@ export class TurnRunner {
       const { store } = this.options;
       const traceId = job.span.spanContext().traceId;
       let replies = 0;
+      // Typing and drafts go to the turn's own origin, fixed now from its job.
+      const presence = new TurnPresence(
+        this.options.platforms.find(({ name }) => name === job.session.platform),
+        { destination: destinationOf(job.session), chatType: job.session.chatType },
+        signal,
+        this.options.presence ?? DEFAULT_PRESENCE,
+        this.options.logger,
+      );
       const turn: Turn = {
         session: job.session,
         text: job.text,
         messageId: job.id,
         traceId,
         signal,
-        reply: (text, options) =>
-          this.options.router.deliver({
+        reply: async (text, options) => {
+          await presence.replying();
+          return this.options.router.deliver({
             // Deterministic: a turn replayed after a crash does not send its replies twice.
             id: `${job.id}/${++replies}`,
             kind: 'reply',
@@ -78,7 +90,9 @@ export class TurnRunner {
             inReplyTo: job.session.messageId,
             attachment: options?.attachment,
             origin: job.routing,
-          }),
+          });
+        },
+        progress: (text) => presence.progress(text),
         setHome: async () => {
           // Enforced here too, so an agent that skips authorize() cannot move the home.
           const refused = this.refusal(job.session);
@@ -93,6 +107,7 @@ export class TurnRunner {
         authorize: (command) => this.authorize(turn, command),
       };
       try {
+        presence.start();
         const started = performance.now();
         const result = await this.turn(turn, signal);
         this.options.metrics.turn(job.session.platform, result, (performance.now() - started) / 1000);
@@ -108,6 +123,7 @@ export class TurnRunner {
         // Only a store that throws instead of rejecting gets here; the message stays pending.
         this.options.logger.error({ err: error, message: job.id }, 'could not finish message');
       } finally {
+        presence.close();
         job.span.end();
       }
     });

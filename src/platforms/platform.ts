@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { InboundTrace, SessionInput } from '../session/index.js';
+import type { ChatType, InboundTrace, SessionInput } from '../session/index.js';
 import type { Attachment, DeliveryKind, Destination } from '../session/delivery.js';
 
 declare module 'fastify' {
@@ -59,6 +59,12 @@ export interface OutboundMessage {
   readonly traceId: string;
 }
 
+/** Where a turn shows that it is at work: the chat and thread its message came from, and the kind of chat. */
+export interface PresenceTarget {
+  readonly destination: Destination;
+  readonly chatType: ChatType;
+}
+
 /**
  * A chat platform: a thin adapter that parses inbound requests into InboundMessages and
  * sends OutboundMessages. send() throws DeliveryError, with `retryable` set for network
@@ -76,4 +82,16 @@ export interface Platform {
   start?(intake: Intake): void;
   /** Stops it again, before the gateway stops taking messages. */
   close?(): Promise<void>;
+  /**
+   * Shows "typing…" in the target's chat and thread, for a few seconds (the caller repeats it).
+   * Best-effort: no retries; a platform that cannot show it there resolves without a call.
+   */
+  typing?(target: PresenceTarget, signal: AbortSignal): Promise<void>;
+  /**
+   * Shows `text` as the answer being written, ephemeral (the final answer is a delivery of its
+   * own): `draftId` (non-zero) names one answer, so updates replace each other. Resolves false
+   * where the platform cannot show a draft (then the turn stops asking); throws DeliveryError
+   * (with retryAfterMs on a 429) when a call failed.
+   */
+  draft?(target: PresenceTarget, draftId: number, text: string, signal: AbortSignal): Promise<boolean>;
 }

@@ -125,6 +125,7 @@ async function assemble(
     perUserGroupSessions: config.perUserGroupSessions,
     strictRouting: config.strictRouting,
     admins: config.admins,
+    presence: config.presence,
     outbox: {
       maxAttempts: config.deliveryMaxAttempts,
       giveUpAfterMs: config.deliveryGiveUpMs,

@@ -8,6 +8,13 @@ export interface SlackSent {
   readonly threadTs: string | undefined;
 }
 
+/** An assistant.threads.setStatus the fake Web API received. */
+export interface SlackStatus {
+  readonly channel: string;
+  readonly threadTs: string;
+  readonly status: string;
+}
+
 /** A file shared into a channel through files.getUploadURLExternal, the upload and files.completeUploadExternal. */
 export interface SlackFileSent {
   readonly channel: string;
@@ -27,6 +34,10 @@ export class FakeSlack {
   readonly sent: SlackSent[] = [];
   /** Files completed into a channel, in order. */
   readonly files: SlackFileSent[] = [];
+  /** Thread statuses set ("is typing…"), in order; failNext leaves these calls alone. */
+  readonly statuses: SlackStatus[] = [];
+  /** Every Web API method called (`chat.postMessage`, `assistant.threads.setStatus`, …), in order. */
+  readonly calls: string[] = [];
   /** Upload URLs handed out, by file id: the filename asked for, and the bytes once uploaded. */
   private readonly uploads = new Map<string, { filename: string; length: number; bytes?: Buffer }>();
   private nextFileId = 1;
@@ -68,6 +79,11 @@ export class FakeSlack {
 
   private answer(request: LocalRequest, body: Record<string, unknown>) {
     const { path } = request;
+    if (path.startsWith('/api/')) this.calls.push(path.slice('/api/'.length));
+    if (path.endsWith('/assistant.threads.setStatus')) {
+      this.statuses.push({ channel: String(body['channel_id']), threadTs: String(body['thread_ts']), status: String(body['status']) });
+      return { status: 200, body: { ok: true } };
+    }
     const failure = this.failures.shift();
     if (failure !== undefined && 'error' in failure) return { status: 200, body: { ok: false, error: failure.error } };
     if (failure !== undefined) {

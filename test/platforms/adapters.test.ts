@@ -13,6 +13,10 @@ interface AdapterHarness {
   badAuth(g: TestGateway): Promise<number>;
   sent(g: TestGateway): { chatId: string; threadId: string | undefined; text: string; replyTo: string | undefined }[];
   rateLimitNext(g: TestGateway, retryAfterSeconds: number): void;
+  /** Where "typing…" was shown, in order (Telegram: sendChatAction; Slack: the thread's status). */
+  typed(g: TestGateway): { chatId: string; threadId: string | undefined }[];
+  /** Every outbound call, in order: `typing`, `send`, or the platform's method name. */
+  calls(g: TestGateway): string[];
 }
 
 const telegram: AdapterHarness = {
@@ -37,6 +41,8 @@ const telegram: AdapterHarness = {
   badAuth: async (g) => (await g.sendTelegram({ update_id: 1 }, 'wrong-secret')).status,
   sent: (g) => g.telegram!.sent,
   rateLimitNext: (g, seconds) => g.telegram!.failNext(1, 429, seconds),
+  typed: (g) => g.telegram!.actions.filter((a) => a.action === 'typing'),
+  calls: (g) => g.telegram!.calls.map((c) => (c.method === 'sendChatAction' ? 'typing' : c.method === 'sendMessage' ? 'send' : c.method)),
 };
 
 const slack: AdapterHarness = {
@@ -63,7 +69,31 @@ const slack: AdapterHarness = {
   badAuth: async (g) => (await g.sendSlack({ type: 'event_callback' }, 'wrong-secret')).status,
   sent: (g) => g.slack!.sent.map((s) => ({ chatId: s.channel, threadId: s.threadTs, text: s.text, replyTo: undefined })),
   rateLimitNext: (g, seconds) => g.slack!.failNext(1, 429, seconds),
+  typed: (g) => g.slack!.statuses.filter((s) => s.status !== '').map((s) => ({ chatId: s.channel, threadId: s.threadTs })),
+  calls: (g) => g.slack!.calls.map((c) => (c === 'assistant.threads.setStatus' ? 'typing' : c === 'chat.postMessage' ? 'send' : c)),
 };
+
+/** An agent that answers with the message's text once `release(text)` is called for it. */
+function heldAgent(): { agent: Agent; release(text: string): void } {
+  const gates = new Map<string, () => void>();
+  const waits = new Map<string, Promise<void>>();
+  const gate = (text: string) => {
+    if (!waits.has(text)) waits.set(text, new Promise<void>((resolve) => gates.set(text, resolve)));
+    return waits.get(text)!;
+  };
+  return {
+    agent: {
+      handle: async (turn) => {
+        await gate(turn.text);
+        await turn.reply(turn.text);
+      },
+    },
+    release: (text) => {
+      void gate(text);
+      gates.get(text)!();
+    },
+  };
+}
 
 const startTestGateway = useTestGateways();
 let gateway: TestGateway | undefined;
@@ -78,6 +108,27 @@ describe.each([telegram, slack])('$name adapter', (adapter) => {
     const sent = adapter.sent(gateway);
     expect(sent.find((s) => s.text === 'in topic')).toMatchObject({ chatId: adapter.chat(1), threadId: adapter.thread(1) });
     expect(sent.find((s) => s.text === 'no topic')).toMatchObject({ chatId: adapter.chat(2), threadId: undefined });
+  });
+
+  it('shows typing first, in the chat and thread of the turn, repeated until the answer, then stops', async () => {
+    const { agent, release } = heldAgent();
+    gateway = await startTestGateway({ ...adapter.options, agent, env: { THREADLINE_TYPING_INTERVAL_MS: '20' } });
+    const g = gateway;
+    await adapter.inbound(g, { chatId: adapter.chat(1), threadId: adapter.thread(1), text: 'first', messageId: 31 });
+    // Repeated while the turn runs: three of them take two intervals.
+    await until(() => adapter.typed(g).length >= 3);
+    expect(adapter.calls(g)[0]).toBe('typing');
+    release('first');
+    await until(() => adapter.sent(g).length === 1);
+    const typedBefore = adapter.typed(g).length;
+    expect(adapter.typed(g).every((t) => t.chatId === adapter.chat(1) && t.threadId === adapter.thread(1))).toBe(true);
+    // Another turn's typing is the clock: once it repeated twice, the first chat's would have too.
+    await adapter.inbound(g, { chatId: adapter.chat(2), threadId: adapter.thread(2), text: 'second', messageId: 32 });
+    await until(() => adapter.typed(g).filter((t) => t.chatId === adapter.chat(2)).length >= 3);
+    release('second');
+    await until(() => adapter.sent(g).length === 2);
+    expect(adapter.typed(g).filter((t) => t.chatId === adapter.chat(1))).toHaveLength(typedBefore);
+    expect(adapter.typed(g).every((t) => t.threadId === (t.chatId === adapter.chat(1) ? adapter.thread(1) : adapter.thread(2)))).toBe(true);
   });
 
   it('refuses a bad signature or secret with 401', async () => {

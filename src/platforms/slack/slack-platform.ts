@@ -10,7 +10,7 @@ import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
 import { inboundContext, type ChatType, type InboundOptions, type KeepBaggage } from '../../session/index.js';
-import type { Intake, OutboundMessage, Platform } from '../platform.js';
+import type { Intake, OutboundMessage, Platform, PresenceTarget } from '../platform.js';
 import { AcceptOnce } from '../accept-once.js';
 import { slackInbound } from './slack-inbound.js';
 import { slackSignatureValid } from './slack-signature.js';
@@ -124,6 +124,20 @@ export class SlackPlatform implements Platform {
       );
     } catch (error) {
       throw deliveryError(error, method);
+    }
+  }
+
+  /**
+   * assistant.threads.setStatus "is typing…" in the thread, which Slack clears when the app
+   * replies there. Only threads have a status: elsewhere nothing is called.
+   */
+  async typing(target: PresenceTarget, signal: AbortSignal): Promise<void> {
+    const { chatId, threadId } = target.destination;
+    if (threadId === undefined) return;
+    try {
+      await untilAborted(this.client.assistant.threads.setStatus({ channel_id: chatId, thread_ts: threadId, status: 'is typing…' }), signal);
+    } catch (error) {
+      throw deliveryError(error, 'assistant.threads.setStatus');
     }
   }
 

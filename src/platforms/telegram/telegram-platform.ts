@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
 import { inboundContext, runDetached, type InboundOptions, type KeepBaggage } from '../../session/index.js';
 import { secretsMatch } from '../bearer-token.js';
-import type { Idempotency, InboundMessage, Intake, OutboundMessage, Platform } from '../platform.js';
+import type { Idempotency, InboundMessage, Intake, OutboundMessage, Platform, PresenceTarget } from '../platform.js';
 import { AcceptOnce } from '../accept-once.js';
 import { telegramInbound } from './telegram-inbound.js';
 import { safeUrl } from '../../text/redact-secrets.js';
@@ -37,6 +37,8 @@ const GIVE_UP: ReadonlySet<string> = new Set(['TL_BAD_REQUEST', 'TL_SESSION_INVA
 const HAND_RETRY_MS = 1_000;
 /** The longest caption Telegram takes on a file. */
 const TELEGRAM_CAPTION_MAX = 1024;
+/** The longest text a message (and a draft) holds. */
+const TELEGRAM_TEXT_MAX = 4096;
 
 /** Where in its chat a message goes: the topic, and the message it answers. */
 interface TelegramPlacement {
@@ -132,6 +134,33 @@ export class TelegramPlatform implements Platform {
     }
   }
 
+  /** sendChatAction `typing` in the chat and topic: Telegram shows it about 5 seconds. */
+  async typing(target: PresenceTarget, signal: AbortSignal): Promise<void> {
+    const topic = topicOf(target);
+    if (topic === null) return;
+    try {
+      await this.api.sendChatAction(target.destination.chatId, 'typing', topic, signal as Parameters<Api['sendChatAction']>[3]);
+    } catch (error) {
+      throw deliveryError(error);
+    }
+  }
+
+  /**
+   * sendMessageDraft, which Telegram offers in private chats only: the answer so far, shown
+   * while it is written and gone once the final message (a sendMessage) arrives.
+   */
+  async draft(target: PresenceTarget, draftId: number, text: string, signal: AbortSignal): Promise<boolean> {
+    const topic = topicOf(target);
+    const chatId = Number(target.destination.chatId);
+    if (topic === null || target.chatType !== 'dm' || !Number.isSafeInteger(chatId) || text.trim() === '') return false;
+    try {
+      await this.api.sendMessageDraft(chatId, draftId, text.slice(0, TELEGRAM_TEXT_MAX), topic, signal as Parameters<Api['sendMessageDraft']>[4]);
+      return true;
+    } catch (error) {
+      throw deliveryError(error);
+    }
+  }
+
   /**
    * Ogg/Opus as a voice note (sendVoice), anything else as a document (sendDocument), with the
    * text as its caption. A text longer than a caption holds goes first as a message of its own.
@@ -183,6 +212,13 @@ export class TelegramPlatform implements Platform {
   start(intake: Intake): void {
     this.poller?.start((message) => this.hand(intake, message));
   }
+}
+
+/** The topic of a presence target as Telegram takes it; null for a thread id that is no topic id. */
+function topicOf(target: PresenceTarget): { message_thread_id?: number } | null {
+  const { threadId } = target.destination;
+  if (threadId === undefined) return {};
+  return /^\d+$/.test(threadId) ? { message_thread_id: Number(threadId) } : null;
 }
 
 function parseUpdate(body: unknown): InboundMessage | undefined {
