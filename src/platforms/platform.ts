@@ -56,6 +56,11 @@ export interface OutboundMessage {
   readonly inReplyTo?: string;
   /** A file to send with (or instead of) the text: Telegram sends audio/ogg as a voice note, Slack uploads it, the webhook carries it. */
   readonly attachment?: Attachment;
+  /**
+   * The platform message id (in this destination) of a live message this text replaces: an
+   * edit of it, or a new message when it cannot be edited. Platforms that cannot edit ignore it.
+   */
+  readonly replaces?: string;
   readonly traceId: string;
 }
 

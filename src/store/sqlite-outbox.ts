@@ -22,6 +22,8 @@ export interface DeliveryRow {
   finished_at: number | null;
   /** An Attachment as JSON. */
   attachment: string | null;
+  /** The live message this delivery replaces. */
+  replaces: string | null;
 }
 
 /** A deliveries row without its text and attachment: what the forensics commands read. */
@@ -41,7 +43,7 @@ export interface DeliveryStateRow {
 
 export type AddResult = 'claimed' | 'queued' | 'exists';
 
-const DELIVERY_COLUMNS = `id, kind, destination, text, in_reply_to, origin, status, attempts, attempts_since, due_at, lease_until, last_error, created_at, finished_at, attachment`;
+const DELIVERY_COLUMNS = `id, kind, destination, text, in_reply_to, origin, status, attempts, attempts_since, due_at, lease_until, last_error, created_at, finished_at, attachment, replaces`;
 const DELIVERY_STATE_COLUMNS = `id, kind, status, destination, origin, attempts, attempts_since, due_at, lease_until, last_error, finished_at`;
 
 /** The id of the process whose completion notice is the delivery `id` (`proc:<id>:done`), else NULL. */
@@ -63,8 +65,8 @@ export function outboxOperations(db: Database.Database, prune: Prune) {
        UNION ALL SELECT MIN(attempts_since) FROM deliveries WHERE head = 1 AND status = 'sending')`,
   );
   const addDelivery = statement(
-    `INSERT OR IGNORE INTO deliveries (id, kind, destination, text, in_reply_to, origin, status, head, attempts, attempts_since, due_at, lease_until, created_at, attachment)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`,
+    `INSERT OR IGNORE INTO deliveries (id, kind, destination, text, in_reply_to, origin, status, head, attempts, attempts_since, due_at, lease_until, created_at, attachment, replaces)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)`,
   );
   const claim = statement<DeliveryRow>(
     `UPDATE deliveries SET status = 'sending', lease_until = ?
@@ -148,9 +150,10 @@ export function outboxOperations(db: Database.Database, prune: Prune) {
       now: number,
       leaseUntil: number,
       attachment: string | null = null,
+      replaces: string | null = null,
     ): AddResult {
       const head = open(destination) === 0;
-      const added = addDelivery.run(id, kind, destination, text, inReplyTo, origin, head ? 'sending' : 'pending', head ? 1 : 0, now, now, head ? leaseUntil : null, now, attachment);
+      const added = addDelivery.run(id, kind, destination, text, inReplyTo, origin, head ? 'sending' : 'pending', head ? 1 : 0, now, now, head ? leaseUntil : null, now, attachment, replaces);
       return added.changes === 0 ? 'exists' : head ? 'claimed' : 'queued';
     },
     /**

@@ -144,6 +144,7 @@ function outbox(thread: SqliteConnection): OutboxStore {
         delivery.createdAt,
         leaseUntil,
         delivery.attachment === undefined ? null : JSON.stringify(delivery.attachment),
+        delivery.replaces ?? null,
       ),
     claim: async (now, limit, leaseUntil) => {
       const { rows, nextAt } = await thread.call('claim', now, limit, leaseUntil);
@@ -239,6 +240,7 @@ function toRecord(row: DeliveryRow): DeliveryRecord {
     text: row.text,
     ...(row.in_reply_to === null ? {} : { inReplyTo: row.in_reply_to }),
     ...(row.attachment === null ? {} : { attachment: JSON.parse(row.attachment) as Attachment }),
+    ...(row.replaces === null || row.replaces === undefined ? {} : { replaces: row.replaces }),
     origin: JSON.parse(row.origin) as RoutingSnapshot,
     attempts: row.attempts,
     createdAt: row.created_at,
