@@ -242,6 +242,25 @@ export const SETTINGS = {
     description: 'Bot API root (a local Bot API server, a fake in tests)',
   },
 
+  THREADLINE_TELEGRAM_EDIT_INTERVAL_MS: {
+    kind: 'integer',
+    group: 'telegram',
+    default: 1_100,
+    min: 0,
+    max: 60_000,
+    description:
+      'in a private chat where drafts are not shown, the least time between two edits of the live message that shows an answer as it is written (Telegram allows about one a second); `0`: no live message there',
+  },
+  THREADLINE_TELEGRAM_GROUP_EDIT_INTERVAL_MS: {
+    kind: 'integer',
+    group: 'telegram',
+    default: 3_100,
+    min: 0,
+    max: 60_000,
+    description:
+      'in groups and channels, the least time between two edits of the live message of an answer being written (Telegram allows about 20 a minute in a group); `0`: no live messages there',
+  },
+
   // Slack
   THREADLINE_SLACK_BOT_TOKEN: {
     kind: 'text',
@@ -265,6 +284,16 @@ export const SETTINGS = {
     group: 'slack',
     default: false,
     description: '`1`: answer a top-level message in a thread of its own',
+  },
+
+  THREADLINE_SLACK_EDIT_INTERVAL_MS: {
+    kind: 'integer',
+    group: 'slack',
+    default: 1_200,
+    min: 0,
+    max: 60_000,
+    description:
+      'the least time between two `chat.update`s of the live message that shows an answer as it is written, in its thread (Tier 3, about 50 a minute for the workspace); `0`: no live messages',
   },
 
   // Turns, deliveries and the outbox

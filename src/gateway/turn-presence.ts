@@ -20,31 +20,43 @@ function nextDraftId(): number {
   return lastDraftId;
 }
 
+/** A live message is posted once the answer holds this many characters: no message for a word. */
+export const LIVE_FIRST_CHARS = 24;
+
+/** How one answer being written is shown: as drafts, as a live message, or not at all. */
+type Mode = 'undecided' | 'draft' | 'live' | 'off';
+
 /**
  * What a turn shows while it runs, in its own origin chat and thread only (the target is
  * fixed when the turn starts, never read from the active context): "typing…" from the start
- * until its first reply, and the answer as it is written, as drafts where the platform can
- * show them, throttled. All best-effort: a failed call is a debug log, never a failed turn.
- * Its timers start in a clean context and are cleared by close(), which the turn runner calls
- * in a finally.
+ * until its first reply, and each answer as it is written: as drafts where the platform shows
+ * them (Telegram private chats), else as a live message it edits (posted once the answer has
+ * LIVE_FIRST_CHARS characters), throttled by the platform's interval, unchanged text skipped,
+ * a 429's wait honoured by skipping updates. The reply that follows names the live message
+ * (`replies()` resolves its id), so its delivery edits it instead of adding a second message.
+ * All best-effort: a failed call is a debug log, never a failed turn. Timers start in a
+ * clean context and are cleared by close(), which the turn runner calls in a finally.
  */
 export class TurnPresence {
   /** Aborted by close() and by the turn's own signal: in-flight calls are let go. */
   private readonly controller = new AbortController();
   private readonly onAbort = () => this.close();
   private typingTimer: NodeJS.Timeout | undefined;
-  private draftTimer: NodeJS.Timeout | undefined;
-  /** The draft being sent, awaited before a reply so no draft lands after it. */
+  private updateTimer: NodeJS.Timeout | undefined;
+  /** The draft or live call being made, awaited before a reply so none lands after it. */
   private inFlight: Promise<void> | undefined;
-  /** The answer so far as last given, and as last shown. */
+  /** This answer: the text as last given and as last shown, how it is shown, its draft id or live message. */
   private latest = '';
   private shown = '';
+  private mode: Mode = 'undecided';
   private draftId = 0;
-  private lastDraftAt = Number.NEGATIVE_INFINITY;
-  /** After a 429: no drafts before this. */
+  private liveId: string | undefined;
+  private lastCallAt = Number.NEGATIVE_INFINITY;
+  /** After a 429: no calls before this. */
   private pausedUntil = 0;
-  /** The platform cannot show drafts here (or they are off). */
+  /** For the rest of the turn: the platform shows no drafts here, or no live messages. */
   private draftsOff: boolean;
+  private liveOff: boolean;
   private closed = false;
 
   constructor(
@@ -55,6 +67,7 @@ export class TurnPresence {
     private readonly logger: Logger,
   ) {
     this.draftsOff = platform?.draft === undefined || options.draftIntervalMs <= 0;
+    this.liveOff = platform?.postLive === undefined || platform.editLive === undefined || (platform.liveIntervalMs?.(target) ?? 0) <= 0;
     if (signal.aborted) this.closed = true;
     else signal.addEventListener('abort', this.onAbort, { once: true });
   }
@@ -66,26 +79,31 @@ export class TurnPresence {
     this.typingTimer = runDetached(() => setInterval(() => this.typeOnce(), this.options.typingIntervalMs));
   }
 
-  /** The answer being written, whole so far: shown as a draft once the throttle allows. */
+  /** The answer being written, whole so far: shown once the throttle allows. */
   progress(text: string): void {
-    if (this.closed || this.draftsOff) return;
+    if (this.closed) return;
     this.latest = text;
     this.schedule();
   }
 
   /**
-   * Before a reply goes out: typing stops for good, a pending draft is dropped and one in
-   * flight awaited; text given later belongs to a new draft.
+   * Before a reply goes out: typing stops for good, a pending update is dropped and one in
+   * flight awaited. Resolves the live message of this answer, which the reply replaces; text
+   * given later belongs to a new answer.
    */
-  async replying(): Promise<void> {
+  async replying(): Promise<string | undefined> {
     this.stopTyping();
-    if (this.draftTimer !== undefined) clearTimeout(this.draftTimer);
-    this.draftTimer = undefined;
-    // Cleared first, so the draft in flight schedules nothing more when it settles.
+    if (this.updateTimer !== undefined) clearTimeout(this.updateTimer);
+    this.updateTimer = undefined;
+    // Cleared first, so the call in flight schedules nothing more when it settles.
     this.latest = '';
-    this.draftId = 0;
     await this.inFlight;
+    const live = this.liveId;
     this.shown = '';
+    this.mode = 'undecided';
+    this.draftId = 0;
+    this.liveId = undefined;
+    return live;
   }
 
   /** Clears every timer and lets go of calls in flight. Idempotent. */
@@ -93,8 +111,8 @@ export class TurnPresence {
     if (this.closed) return;
     this.closed = true;
     this.stopTyping();
-    if (this.draftTimer !== undefined) clearTimeout(this.draftTimer);
-    this.draftTimer = undefined;
+    if (this.updateTimer !== undefined) clearTimeout(this.updateTimer);
+    this.updateTimer = undefined;
     this.signal.removeEventListener('abort', this.onAbort);
     this.controller.abort();
   }
@@ -111,41 +129,77 @@ export class TurnPresence {
     });
   }
 
-  /** Sends the latest text now, or sets one timer for when the throttle (or a 429) allows. */
+  /** Drafts where the platform shows them, else a live message, else nothing. */
+  private decide(): Exclude<Mode, 'undecided'> {
+    if (this.mode === 'undecided' || (this.mode === 'draft' && this.draftsOff) || (this.mode === 'live' && this.liveOff && this.liveId === undefined)) {
+      this.mode = !this.draftsOff ? 'draft' : !this.liveOff ? 'live' : 'off';
+    }
+    return this.mode as Exclude<Mode, 'undecided'>;
+  }
+
+  private intervalMs(mode: Mode): number {
+    return mode === 'draft' ? this.options.draftIntervalMs : (this.platform?.liveIntervalMs?.(this.target) ?? 0);
+  }
+
+  /** Shows the latest text now, or sets one timer for when the throttle (or a 429) allows. */
   private schedule(): void {
-    if (this.closed || this.draftsOff || this.draftTimer !== undefined || this.inFlight !== undefined) return;
+    if (this.closed || this.updateTimer !== undefined || this.inFlight !== undefined) return;
     if (this.latest === this.shown || this.latest.trim() === '') return;
-    const due = Math.max(this.lastDraftAt + this.options.draftIntervalMs, this.pausedUntil);
+    const mode = this.decide();
+    if (mode === 'off') return;
+    if (mode === 'live' && this.liveId === undefined && this.latest.length < LIVE_FIRST_CHARS) return;
+    const due = Math.max(this.lastCallAt + this.intervalMs(mode), this.pausedUntil);
     const wait = due - Date.now();
     if (wait <= 0) {
-      this.sendDraft();
+      this.show(mode);
       return;
     }
-    this.draftTimer = runDetached(() =>
+    this.updateTimer = runDetached(() =>
       setTimeout(() => {
-        this.draftTimer = undefined;
+        this.updateTimer = undefined;
         this.schedule();
       }, wait),
     );
   }
 
-  private sendDraft(): void {
-    if (this.draftId === 0) this.draftId = nextDraftId();
+  private show(mode: 'draft' | 'live'): void {
+    const platform = this.platform!;
     const text = this.latest;
-    this.lastDraftAt = Date.now();
-    this.inFlight = this.platform!.draft!(this.target, this.draftId, text, this.controller.signal)
-      .then(
-        (shown) => {
-          if (shown) this.shown = text;
-          else this.draftsOff = true;
+    const signal = this.controller.signal;
+    this.lastCallAt = Date.now();
+    let call: Promise<void>;
+    if (mode === 'draft') {
+      if (this.draftId === 0) this.draftId = nextDraftId();
+      call = platform.draft!(this.target, this.draftId, text, signal).then((shown) => {
+        if (shown) this.shown = text;
+        else {
+          // No draft here (and no call made): a live message may start at once.
+          this.draftsOff = true;
+          this.lastCallAt = Number.NEGATIVE_INFINITY;
+        }
+      });
+    } else if (this.liveId === undefined) {
+      call = platform.postLive!(this.target, text, signal).then(
+        (id) => {
+          this.liveId = id;
+          this.shown = text;
         },
         (error: unknown) => {
-          if (error instanceof DeliveryError && error.retryAfterMs !== undefined) this.pausedUntil = Date.now() + error.retryAfterMs;
-          // Unchanged text is no failure; anything else waits for the next change.
-          else if (/not modified/i.test(messageOf(error))) this.shown = text;
-          this.logger.debug({ err: messageOf(error), platform: this.platform!.name }, 'draft of the answer not shown');
+          // Posting failed outright: no live messages this turn (a 429 only waits).
+          if (!(error instanceof DeliveryError && error.retryAfterMs !== undefined)) this.liveOff = true;
+          throw error;
         },
-      )
+      );
+    } else {
+      call = platform.editLive!(this.target, this.liveId, text, signal).then(() => {
+        this.shown = text;
+      });
+    }
+    this.inFlight = call
+      .catch((error: unknown) => {
+        if (error instanceof DeliveryError && error.retryAfterMs !== undefined) this.pausedUntil = Date.now() + error.retryAfterMs;
+        this.logger.debug({ err: messageOf(error), platform: platform.name, mode }, 'answer being written not shown');
+      })
       .finally(() => {
         this.inFlight = undefined;
         this.schedule();

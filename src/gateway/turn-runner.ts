@@ -69,7 +69,7 @@ export class TurnRunner {
       // Typing and drafts go to the turn's own origin, fixed now from its job.
       const presence = new TurnPresence(
         this.options.platforms.find(({ name }) => name === job.session.platform),
-        { destination: destinationOf(job.session), chatType: job.session.chatType },
+        { destination: destinationOf(job.session), chatType: job.session.chatType, inReplyTo: job.session.messageId },
         signal,
         this.options.presence ?? DEFAULT_PRESENCE,
         this.options.logger,
@@ -81,7 +81,8 @@ export class TurnRunner {
         traceId,
         signal,
         reply: async (text, options) => {
-          await presence.replying();
+          // The live message of this answer, if one was posted, becomes the answer.
+          const replaces = await presence.replying();
           return this.options.router.deliver({
             // Deterministic: a turn replayed after a crash does not send its replies twice.
             id: `${job.id}/${++replies}`,
@@ -90,6 +91,7 @@ export class TurnRunner {
             inReplyTo: job.session.messageId,
             attachment: options?.attachment,
             origin: job.routing,
+            replaces,
           });
         },
         progress: (text) => presence.progress(text),

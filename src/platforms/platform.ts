@@ -68,6 +68,8 @@ export interface OutboundMessage {
 export interface PresenceTarget {
   readonly destination: Destination;
   readonly chatType: ChatType;
+  /** The platform id of the message the turn answers, when there is one (the reply anchor). */
+  readonly inReplyTo?: string | undefined;
 }
 
 /**
@@ -99,4 +101,14 @@ export interface Platform {
    * (with retryAfterMs on a 429) when a call failed.
    */
   draft?(target: PresenceTarget, draftId: number, text: string, signal: AbortSignal): Promise<boolean>;
+  /**
+   * Where drafts are not shown, the answer being written can be a live message: posted once
+   * (`postLive`, resolving the platform's id of it), edited as it grows (`editLive`), and
+   * replaced by the final text's delivery (OutboundMessage.replaces). `liveIntervalMs` is the
+   * least time between two calls for the target, by the platform's rate limits; 0: no live
+   * message there. Both throw DeliveryError (retryAfterMs on a 429).
+   */
+  liveIntervalMs?(target: PresenceTarget): number;
+  postLive?(target: PresenceTarget, text: string, signal: AbortSignal): Promise<string>;
+  editLive?(target: PresenceTarget, messageId: string, text: string, signal: AbortSignal): Promise<void>;
 }

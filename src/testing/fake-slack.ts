@@ -15,6 +15,21 @@ export interface SlackStatus {
   readonly status: string;
 }
 
+/** A chat.update the fake Web API took. */
+export interface SlackUpdate {
+  readonly channel: string;
+  readonly ts: string;
+  readonly text: string;
+}
+
+/** A message as the channel shows it now: as posted, or as last updated. */
+export interface SlackMessage {
+  readonly channel: string;
+  readonly ts: string;
+  readonly threadTs: string | undefined;
+  readonly text: string;
+}
+
 /** A file shared into a channel through files.getUploadURLExternal, the upload and files.completeUploadExternal. */
 export interface SlackFileSent {
   readonly channel: string;
@@ -36,6 +51,10 @@ export class FakeSlack {
   readonly files: SlackFileSent[] = [];
   /** Thread statuses set ("is typing…"), in order; failNext leaves these calls alone. */
   readonly statuses: SlackStatus[] = [];
+  /** Messages updated (chat.update), in order. */
+  readonly updates: SlackUpdate[] = [];
+  /** Posted messages by ts, as last updated. */
+  private readonly messages = new Map<string, SlackMessage>();
   /** Every Web API method called (`chat.postMessage`, `assistant.threads.setStatus`, …), in order. */
   readonly calls: string[] = [];
   /** Upload URLs handed out, by file id: the filename asked for, and the bytes once uploaded. */
@@ -56,6 +75,11 @@ export class FakeSlack {
 
   get apiUrl(): string {
     return `${this.server.origin}/api/`;
+  }
+
+  /** The messages of a channel (and thread, when given) as Slack shows them now, oldest first: updates applied. */
+  messagesIn(channel: string, threadTs?: string): SlackMessage[] {
+    return [...this.messages.values()].filter((message) => message.channel === channel && (threadTs === undefined || message.threadTs === threadTs));
   }
 
   /** The next `count` calls answer HTTP `status` (429 with Retry-After seconds). */
@@ -99,7 +123,17 @@ export class FakeSlack {
         text: String(body['text']),
         threadTs: body['thread_ts'] === undefined ? undefined : String(body['thread_ts']),
       });
-      return { status: 200, body: { ok: true, channel: body['channel'], ts: `${Date.now()}.${String(this.nextTs++).padStart(6, '0')}` } };
+      const ts = `${Date.now()}.${String(this.nextTs++).padStart(6, '0')}`;
+      this.messages.set(ts, { channel: String(body['channel']), ts, threadTs: body['thread_ts'] === undefined ? undefined : String(body['thread_ts']), text: String(body['text']) });
+      return { status: 200, body: { ok: true, channel: body['channel'], ts } };
+    }
+    if (path.endsWith('/chat.update')) {
+      const ts = String(body['ts']);
+      const message = this.messages.get(ts);
+      if (message === undefined || message.channel !== String(body['channel'])) return { status: 200, body: { ok: false, error: 'message_not_found' } };
+      this.messages.set(ts, { ...message, text: String(body['text']) });
+      this.updates.push({ channel: message.channel, ts, text: String(body['text']) });
+      return { status: 200, body: { ok: true, channel: message.channel, ts, text: body['text'] } };
     }
     if (path.endsWith('/files.getUploadURLExternal')) {
       const fileId = `F${String(this.nextFileId++).padStart(8, '0')}`;

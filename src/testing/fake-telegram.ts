@@ -24,6 +24,21 @@ export interface TelegramDraft {
   readonly text: string;
 }
 
+/** An editMessageText the fake Bot API received. */
+export interface TelegramEdit {
+  readonly chatId: string;
+  readonly messageId: string;
+  readonly text: string;
+}
+
+/** A text message as the chat shows it now: as sent, or as last edited. */
+export interface TelegramMessage {
+  readonly messageId: string;
+  readonly chatId: string;
+  readonly threadId: string | undefined;
+  readonly text: string;
+}
+
 /** Any call the fake Bot API answered (getUpdates and getMe aside), in the order received. */
 export interface TelegramCall {
   readonly method: string;
@@ -100,11 +115,15 @@ export class FakeTelegram {
   readonly actions: TelegramAction[] = [];
   /** Drafts (sendMessageDraft) sent, in order. */
   readonly drafts: TelegramDraft[] = [];
+  /** Edits of messages (editMessageText) that took, in order. */
+  readonly edits: TelegramEdit[] = [];
   /** Every call but getUpdates and getMe, in order: sends, chat actions, drafts. */
   readonly calls: TelegramCall[] = [];
   private updates: Update[] = [];
   private failures: { code: number; retryAfter?: number; method?: string }[] = [];
   private nextMessageId = 1000;
+  /** Text messages sent, by message id, as last edited. */
+  private readonly texts = new Map<string, TelegramMessage>();
 
   private constructor(private readonly server: LocalServer) {}
 
@@ -128,6 +147,11 @@ export class FakeTelegram {
     for (let i = 0; i < count; i++) {
       this.failures.push({ code, ...(retryAfter === undefined ? {} : { retryAfter }), ...(method === undefined ? {} : { method }) });
     }
+  }
+
+  /** The text messages of a chat (and topic, when given) as it shows them now, oldest first: edits applied. */
+  messagesIn(chatId: string, threadId?: string): TelegramMessage[] {
+    return [...this.texts.values()].filter((message) => message.chatId === chatId && (threadId === undefined || message.threadId === threadId));
   }
 
   /** Queues an update for the next getUpdates (long polling). */
@@ -168,7 +192,20 @@ export class FakeTelegram {
       }
       case 'sendMessage': {
         this.sent.push({ chatId: String(body['chat_id']), text: String(body['text']), threadId: threadOf(body), replyTo: replyToOf(body) });
+        const messageId = String(this.nextMessageId);
+        this.texts.set(messageId, { messageId, chatId: String(body['chat_id']), threadId: threadOf(body), text: String(body['text']) });
         return ok({ message_id: this.nextMessageId++, date: 0, chat: { id: Number(body['chat_id']), type: 'private' }, text: body['text'] });
+      }
+      case 'editMessageText': {
+        const messageId = String(body['message_id']);
+        const message = this.texts.get(messageId);
+        if (message === undefined || message.chatId !== String(body['chat_id'])) return badRequest('Bad Request: message to edit not found');
+        if (message.text === String(body['text'])) {
+          return badRequest('Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message');
+        }
+        this.texts.set(messageId, { ...message, text: String(body['text']) });
+        this.edits.push({ chatId: message.chatId, messageId, text: String(body['text']) });
+        return ok({ message_id: Number(messageId), date: 0, chat: { id: Number(body['chat_id']), type: 'private' }, text: body['text'] });
       }
       case 'sendChatAction':
         this.actions.push({ chatId: String(body['chat_id']), threadId: threadOf(body), action: String(body['action']) });
