@@ -154,6 +154,11 @@ export class FakeTelegram {
     return [...this.texts.values()].filter((message) => message.chatId === chatId && (threadId === undefined || message.threadId === threadId));
   }
 
+  /** Deletes a message as a user could: editing it fails from now on (`message to edit not found`). */
+  deleteMessage(messageId: string): void {
+    this.texts.delete(messageId);
+  }
+
   /** Queues an update for the next getUpdates (long polling). */
   queueUpdate(update: Update): void {
     this.updates.push(update);
