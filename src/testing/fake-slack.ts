@@ -82,6 +82,11 @@ export class FakeSlack {
     return [...this.messages.values()].filter((message) => message.channel === channel && (threadTs === undefined || message.threadTs === threadTs));
   }
 
+  /** Deletes a message as a user could: updating it fails from now on (`message_not_found`). */
+  deleteMessage(ts: string): void {
+    this.messages.delete(ts);
+  }
+
   /** The next `count` calls answer HTTP `status` (429 with Retry-After seconds). */
   failNext(count: number, status: number, retryAfter?: number): void {
     for (let i = 0; i < count; i++) this.failures.push(retryAfter === undefined ? { status } : { status, retryAfter });

@@ -17,6 +17,10 @@ interface AdapterHarness {
   typed(g: TestGateway): { chatId: string; threadId: string | undefined }[];
   /** Every outbound call, in order: `typing`, `send`, or the platform's method name. */
   calls(g: TestGateway): string[];
+  /** The texts a chat shows now (edits applied), oldest first, with their platform message ids. */
+  shown(g: TestGateway, chatId: string): { id: string; threadId: string | undefined; text: string }[];
+  /** Deletes a message as a user could. */
+  deleteMessage(g: TestGateway, id: string): void;
 }
 
 const telegram: AdapterHarness = {
@@ -43,6 +47,8 @@ const telegram: AdapterHarness = {
   rateLimitNext: (g, seconds) => g.telegram!.failNext(1, 429, seconds),
   typed: (g) => g.telegram!.actions.filter((a) => a.action === 'typing'),
   calls: (g) => g.telegram!.calls.map((c) => (c.method === 'sendChatAction' ? 'typing' : c.method === 'sendMessage' ? 'send' : c.method)),
+  shown: (g, chatId) => g.telegram!.messagesIn(chatId).map((m) => ({ id: m.messageId, threadId: m.threadId, text: m.text })),
+  deleteMessage: (g, id) => g.telegram!.deleteMessage(id),
 };
 
 const slack: AdapterHarness = {
@@ -71,6 +77,8 @@ const slack: AdapterHarness = {
   rateLimitNext: (g, seconds) => g.slack!.failNext(1, 429, seconds),
   typed: (g) => g.slack!.statuses.filter((s) => s.status !== '').map((s) => ({ chatId: s.channel, threadId: s.threadTs })),
   calls: (g) => g.slack!.calls.map((c) => (c === 'assistant.threads.setStatus' ? 'typing' : c === 'chat.postMessage' ? 'send' : c)),
+  shown: (g, chatId) => g.slack!.messagesIn(chatId).map((m) => ({ id: m.ts, threadId: m.threadTs, text: m.text })),
+  deleteMessage: (g, id) => g.slack!.deleteMessage(id),
 };
 
 /** An agent that answers with the message's text once `release(text)` is called for it. */
@@ -129,6 +137,32 @@ describe.each([telegram, slack])('$name adapter', (adapter) => {
     await until(() => adapter.sent(g).length === 2);
     expect(adapter.typed(g).filter((t) => t.chatId === adapter.chat(1))).toHaveLength(typedBefore);
     expect(adapter.typed(g).every((t) => t.threadId === (t.chatId === adapter.chat(1) ? adapter.thread(1) : adapter.thread(2)))).toBe(true);
+  });
+
+  it('edits the live message a delivery replaces into its text, or sends anew when it is gone; never elsewhere', async () => {
+    gateway = await startTestGateway(adapter.options);
+    const g = gateway;
+    const platform = g.running.platforms.find((p) => p.name === adapter.name)!;
+    const chatId = adapter.chat(4);
+    const threadId = adapter.thread(4);
+    const target = { destination: { platform: adapter.name, chatId, threadId }, chatType: 'group' as const };
+    const signal = new AbortController().signal;
+    const kept = await platform.postLive!(target, 'Writing the answ', signal);
+    const gone = await platform.postLive!(target, 'Another one bei', signal);
+    adapter.deleteMessage(g, gone);
+    const origin = { v: 1 as const, session: { platform: adapter.name, chatType: 'group' as const, chatId, threadId, sessionId: 'tl_s' } };
+    const { router } = g.running.gateway;
+    await router.deliver({ id: 'live/1', kind: 'reply', text: 'Writing the answer: done.', origin, replaces: kept });
+    await router.deliver({ id: 'live/2', kind: 'reply', text: 'Another one, final.', origin, replaces: gone });
+    // Sent to another thread, the live message is left alone: that delivery is a new message.
+    const elsewhere = { platform: adapter.name, chatId, threadId: adapter.thread(5) };
+    await router.deliver({ id: 'live/3', kind: 'send', text: 'Elsewhere.', origin, replaces: kept, target: { to: 'explicit', destination: elsewhere } });
+    await until(() => g.running.gateway.outbox.stats().delivered === 3);
+    expect(adapter.shown(g, chatId)).toEqual([
+      { id: kept, threadId, text: 'Writing the answer: done.' },
+      { id: expect.any(String), threadId, text: 'Another one, final.' },
+      { id: expect.any(String), threadId: adapter.thread(5), text: 'Elsewhere.' },
+    ]);
   });
 
   it('refuses a bad signature or secret with 401', async () => {
