@@ -206,6 +206,17 @@ describe('telegram specifics', () => {
     expect(gateway.telegram!.sent[0]).toEqual({ chatId: '-1001', threadId: '77', text: 'q', replyTo: '42' });
   });
 
+  it('answers a turn whose typing failed: typing is best-effort', async () => {
+    gateway = await startTestGateway({ telegram: true });
+    gateway.telegram!.failNext(1, 500, undefined, 'sendChatAction');
+    await telegram.inbound(gateway, { chatId: '-1003', threadId: '8', text: 'still answered', messageId: 43 });
+    await until(() => gateway!.running.gateway.outbox.stats().delivered === 1);
+    expect(gateway.telegram!.calls[0]).toMatchObject({ method: 'sendChatAction', chatId: '-1003', threadId: '8' });
+    expect(gateway.telegram!.actions).toEqual([]);
+    expect(gateway.telegram!.sent[0]).toMatchObject({ chatId: '-1003', threadId: '8', text: 'still answered' });
+    expect(gateway.running.gateway.outbox.stats()).toMatchObject({ delivered: 1, retried: 0, failed: 0 });
+  });
+
   it('takes updates by long polling when configured', async () => {
     gateway = await startTestGateway({ telegram: 'polling' });
     gateway.telegram!.queueUpdate({
