@@ -14,8 +14,9 @@ export interface Turn {
   reply(text: string, options?: { readonly attachment?: Attachment | undefined }): Promise<void>;
   /**
    * The answer as written so far (the whole text, not a delta), for platforms that can show
-   * it while it is written (a Telegram draft). Best-effort and ephemeral: the answer itself
-   * still goes out with reply(). Absent where nothing shows it.
+   * it while it is written (a Telegram draft, a live message edited as it grows). Best-effort:
+   * the answer itself still goes out with reply(), which replaces it. Absent where nothing
+   * shows it.
    */
   progress?(text: string): void;
   /** Makes this chat and thread the platform's home channel (target of `home` deliveries). */

@@ -26,7 +26,7 @@ export interface TurnRunnerOptions {
   readonly admins?: Admins | undefined;
   readonly metrics: GatewayMetrics;
   readonly logger: Logger;
-  /** Typing and drafts of the answer while a turn runs; default DEFAULT_PRESENCE. */
+  /** Typing, and the answer shown as it is written, while a turn runs; default DEFAULT_PRESENCE. */
   readonly presence?: PresenceOptions | undefined;
 }
 
@@ -66,7 +66,7 @@ export class TurnRunner {
       const { store } = this.options;
       const traceId = job.span.spanContext().traceId;
       let replies = 0;
-      // Typing and drafts go to the turn's own origin, fixed now from its job.
+      // Typing and the answer as it is written go to the turn's own origin, fixed now from its job.
       const presence = new TurnPresence(
         this.options.platforms.find(({ name }) => name === job.session.platform),
         { destination: destinationOf(job.session), chatType: job.session.chatType, inReplyTo: job.session.messageId },

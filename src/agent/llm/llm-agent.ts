@@ -104,7 +104,7 @@ export class LlmAgent implements Agent {
         { model: config.model, messages, ...(this.definitions.length === 0 ? {} : { tools: this.definitions }) },
         turn.signal,
         { apiKey: config.apiKey, timeoutMs: config.timeoutMs },
-        // The answer as it is written, for platforms that show it (a draft).
+        // The answer as it is written, for platforms that show it (a draft, a live message).
         (snapshot) => turn.progress?.(snapshot),
       ).catch((error: unknown) => {
         // A request cut short by /stop is no failure to report.
