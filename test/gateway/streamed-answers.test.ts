@@ -176,3 +176,24 @@ describe('streamed answers on Slack', () => {
     expect(g.slack!.statuses.every((s) => s.channel === 'C1' && s.threadTs === '1700000000.000001')).toBe(true);
   });
 });
+
+describe('streamed answers on the webhook', () => {
+  it('delivers the interim text and the final text as two replies, in order, nothing else', async () => {
+    let g!: TestGateway;
+    model = await FakeOpenAI.start(
+      lookThenAnswer(async () => {
+        await g.receiver.waitFor(1);
+        return FakeOpenAI.streamed(FakeOpenAI.text('Nothing scheduled.'));
+      }),
+    );
+    g = await startTestGateway({ llmBaseUrl: model.baseUrl, env: FAST });
+    const accepted = await g.send({ chat_id: 'w1', thread_id: 'th', text: 'any?' });
+    const received = await g.receiver.waitFor(2);
+    expect(received.map((d) => [d.body.chat_id, d.body.thread_id, d.body.kind, d.body.text, d.body.idempotency_key])).toEqual([
+      ['w1', 'th', 'reply', 'Let me look…', `${String(accepted.body['message_id'])}/1`],
+      ['w1', 'th', 'reply', 'Nothing scheduled.', `${String(accepted.body['message_id'])}/2`],
+    ]);
+    await until(() => g.running.gateway.outbox.stats().delivered === 2);
+    expect(g.receiver.received).toHaveLength(2);
+  });
+});
