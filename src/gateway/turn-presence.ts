@@ -198,6 +198,14 @@ export class TurnPresence {
     this.inFlight = call
       .catch((error: unknown) => {
         if (error instanceof DeliveryError && error.retryAfterMs !== undefined) this.pausedUntil = Date.now() + error.retryAfterMs;
+        else if (error instanceof DeliveryError && !error.retryable) {
+          // Refused for good: no more drafts this turn (a live message may take over), or no
+          // more edits of a live message that is gone (the reply falls back to a new message).
+          if (mode === 'draft') {
+            this.draftsOff = true;
+            this.lastCallAt = Number.NEGATIVE_INFINITY;
+          } else if (this.liveId !== undefined) this.mode = 'off';
+        }
         this.logger.debug({ err: messageOf(error), platform: platform.name, mode }, 'answer being written not shown');
       })
       .finally(() => {

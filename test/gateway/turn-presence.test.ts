@@ -138,3 +138,49 @@ describe('TurnPresence', () => {
     presence.close();
   });
 });
+
+describe('TurnPresence refusals', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+
+  it('stops drafting after a refusal for good and shows the answer as a live message instead', async () => {
+    const { platform, calls } = recordingPlatform({ drafts: true, liveMs: 1_000 });
+    platform.draft = async () => {
+      calls.push({ what: 'refused draft', activeChat: undefined });
+      throw new DeliveryError('Telegram refused sendMessageDraft: 400 Bad Request', { retryable: false });
+    };
+    const presence = new TurnPresence(platform, { ...TARGET, chatType: 'dm' }, new AbortController().signal, { typingIntervalMs: 0, draftIntervalMs: 100 }, logger);
+    presence.progress('an answer long enough for a live message');
+    await vi.advanceTimersByTimeAsync(0);
+    presence.progress('an answer long enough for a live message, more');
+    await vi.advanceTimersByTimeAsync(5_000);
+    // At once after the refusal (no draft interval to wait), then edited as it grows.
+    expect(calls.map((c) => [c.what, c.text])).toEqual([
+      ['refused draft', undefined],
+      ['post', 'an answer long enough for a live message'],
+      ['edit', 'an answer long enough for a live message, more'],
+    ]);
+    expect(await presence.replying()).toBe('100');
+    presence.close();
+  });
+
+  it('stops editing a live message that is gone, and still names it to the reply', async () => {
+    const { platform, calls } = recordingPlatform({ liveMs: 100 });
+    platform.editLive = async () => {
+      calls.push({ what: 'refused edit', activeChat: undefined });
+      throw new DeliveryError('Telegram refused editMessageText: 400 message to edit not found', { retryable: false });
+    };
+    const presence = new TurnPresence(platform, TARGET, new AbortController().signal, { typingIntervalMs: 0, draftIntervalMs: 100 }, logger);
+    presence.progress('an answer long enough for a live message');
+    await vi.advanceTimersByTimeAsync(0);
+    presence.progress('an answer long enough for a live message, more');
+    await vi.advanceTimersByTimeAsync(1_000);
+    presence.progress('an answer long enough for a live message, more and more');
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(calls.map((c) => c.what)).toEqual(['post', 'refused edit']);
+    // The reply's delivery tries the edit once more, and sends anew when it fails.
+    expect(await presence.replying()).toBe('100');
+    presence.close();
+  });
+});
