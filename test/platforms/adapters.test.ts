@@ -21,6 +21,8 @@ interface AdapterHarness {
   shown(g: TestGateway, chatId: string): { id: string; threadId: string | undefined; text: string }[];
   /** Deletes a message as a user could. */
   deleteMessage(g: TestGateway, id: string): void;
+  /** Files sent, with the text that went with them (caption, comment). */
+  files(g: TestGateway): { chatId: string; text: string | undefined }[];
 }
 
 const telegram: AdapterHarness = {
@@ -49,6 +51,7 @@ const telegram: AdapterHarness = {
   calls: (g) => g.telegram!.calls.map((c) => (c.method === 'sendChatAction' ? 'typing' : c.method === 'sendMessage' ? 'send' : c.method)),
   shown: (g, chatId) => g.telegram!.messagesIn(chatId).map((m) => ({ id: m.messageId, threadId: m.threadId, text: m.text })),
   deleteMessage: (g, id) => g.telegram!.deleteMessage(id),
+  files: (g) => g.telegram!.files.map((f) => ({ chatId: f.chatId, text: f.caption })),
 };
 
 const slack: AdapterHarness = {
@@ -79,6 +82,7 @@ const slack: AdapterHarness = {
   calls: (g) => g.slack!.calls.map((c) => (c === 'assistant.threads.setStatus' ? 'typing' : c === 'chat.postMessage' ? 'send' : c)),
   shown: (g, chatId) => g.slack!.messagesIn(chatId).map((m) => ({ id: m.ts, threadId: m.threadTs, text: m.text })),
   deleteMessage: (g, id) => g.slack!.deleteMessage(id),
+  files: (g) => g.slack!.files.map((f) => ({ chatId: f.channel, text: f.initialComment })),
 };
 
 /** An agent that answers with the message's text once `release(text)` is called for it. */
@@ -163,6 +167,21 @@ describe.each([telegram, slack])('$name adapter', (adapter) => {
       { id: expect.any(String), threadId, text: 'Another one, final.' },
       { id: expect.any(String), threadId: adapter.thread(5), text: 'Elsewhere.' },
     ]);
+  });
+
+  it('with a file, edits the live message into the text and sends the file without repeating it', async () => {
+    gateway = await startTestGateway(adapter.options);
+    const g = gateway;
+    const platform = g.running.platforms.find((p) => p.name === adapter.name)!;
+    const chatId = adapter.chat(6);
+    const target = { destination: { platform: adapter.name, chatId }, chatType: 'group' as const };
+    const live = await platform.postLive!(target, 'Here is your voice n', new AbortController().signal);
+    const origin = { v: 1 as const, session: { platform: adapter.name, chatType: 'group' as const, chatId, sessionId: 'tl_s' } };
+    const attachment = { filename: 'voice.ogg', contentType: 'audio/ogg', dataBase64: Buffer.from('OggS fake').toString('base64') };
+    await g.running.gateway.router.deliver({ id: 'file/1', kind: 'reply', text: 'Here is your voice note.', origin, replaces: live, attachment });
+    await until(() => g.running.gateway.outbox.stats().delivered === 1);
+    expect(adapter.shown(g, chatId).map((m) => [m.id, m.text])).toEqual([[live, 'Here is your voice note.']]);
+    expect(adapter.files(g)).toEqual([{ chatId, text: undefined }]);
   });
 
   it('refuses a bad signature or secret with 401', async () => {
