@@ -180,4 +180,35 @@ describe('live answers on Slack', () => {
     expect([...new Set(g.slack!.updates.map((u) => u.text))]).toEqual([INTERIM, FINAL[0]! + FINAL[1]!, FINAL.join('')]);
     expect(g.slack!.calls[0]).toBe('assistant.threads.setStatus');
   });
+
+  it('streams two concurrent turns of two channels each into its own thread; /stop stops one, the other finishes', async () => {
+    let g!: TestGateway;
+    let release!: () => void;
+    const bothLive = new Promise<void>((resolve) => (release = resolve));
+    model = await FakeOpenAI.start((request) => {
+      const who = FakeOpenAI.lastUserText(request) === 'from A' ? 'A' : 'B';
+      const pieces = [`${who}: the first part of it, `, `${who}: the end.`];
+      // B holds until both are live, and A never finishes: it is stopped.
+      const hold = who === 'A' ? new Promise<void>(() => undefined) : bothLive;
+      return FakeOpenAI.streamed(FakeOpenAI.text(pieces.join('')), { pieces, before: (index) => (index === 1 ? hold : undefined) });
+    });
+    g = await startTestGateway({ slack: true, llmBaseUrl: model.baseUrl, env: FAST });
+    const event = (channel: string, n: number, text: string) => ({
+      type: 'event_callback',
+      event_id: `Ev${n}`,
+      event: { type: 'message', channel, channel_type: 'channel', user: 'U1', text, ts: `1800000000.00000${n}`, thread_ts: `1700000000.00000${n === 3 ? 1 : n}` },
+    });
+    await Promise.all([g.sendSlack(event('CA', 1, 'from A')), g.sendSlack(event('CB', 2, 'from B'))]);
+    await until(() => g.slack!.messagesIn('CA').length === 1 && g.slack!.messagesIn('CB').length === 1);
+    await g.sendSlack(event('CA', 3, '/stop'));
+    await until(() => g.slack!.messagesIn('CA').some((m) => m.text === 'Stopped.') && model!.streams.abandoned === 1);
+    release();
+    await until(() => g.slack!.messagesIn('CB').some((m) => m.text === 'B: the first part of it, B: the end.') && g.running.gateway.outbox.stats().delivered === 2);
+    expect(g.slack!.messagesIn('CA').map((m) => [m.threadTs, m.text])).toEqual([
+      ['1700000000.000001', 'A: the first part of it, '],
+      ['1700000000.000001', 'Stopped.'],
+    ]);
+    expect(g.slack!.messagesIn('CB').map((m) => [m.threadTs, m.text])).toEqual([['1700000000.000002', 'B: the first part of it, B: the end.']]);
+    for (const update of g.slack!.updates) expect(update.text.startsWith(update.channel === 'CA' ? 'A:' : 'B:')).toBe(true);
+  });
 });
