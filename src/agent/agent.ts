@@ -17,6 +17,13 @@ export interface Turn {
   readonly signal: AbortSignal;
   /** Replies to the chat and thread the message came from, with a file if given (a voice note). */
   reply(text: string, options?: { readonly attachment?: Attachment | undefined }): Promise<void>;
+  /**
+   * The answer as written so far (the whole text, not a delta), for platforms that can show
+   * it while it is written (a Telegram draft, a live message edited as it grows). Best-effort:
+   * the answer itself still goes out with reply(), which replaces it. Absent where nothing
+   * shows it.
+   */
+  progress?(text: string): void;
   /** Makes this chat and thread the platform's home channel (target of `home` deliveries). */
   setHome(): Promise<Destination>;
   /** Starts a new conversation in this chat: later messages get a new session id. */

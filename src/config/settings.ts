@@ -242,6 +242,25 @@ export const SETTINGS = {
     description: 'Bot API root (a local Bot API server, a fake in tests)',
   },
 
+  THREADLINE_TELEGRAM_EDIT_INTERVAL_MS: {
+    kind: 'integer',
+    group: 'telegram',
+    default: 1_100,
+    min: 0,
+    max: 60_000,
+    description:
+      'in a private chat where drafts are not shown, the least time between two edits of the live message that shows an answer as it is written (Telegram allows about one a second); `0`: no live message there',
+  },
+  THREADLINE_TELEGRAM_GROUP_EDIT_INTERVAL_MS: {
+    kind: 'integer',
+    group: 'telegram',
+    default: 3_100,
+    min: 0,
+    max: 60_000,
+    description:
+      'in groups and channels, the least time between two edits of the live message of an answer being written (Telegram allows about 20 a minute in a group); `0`: no live messages there',
+  },
+
   // Slack
   THREADLINE_SLACK_BOT_TOKEN: {
     kind: 'text',
@@ -265,6 +284,16 @@ export const SETTINGS = {
     group: 'slack',
     default: false,
     description: '`1`: answer a top-level message in a thread of its own',
+  },
+
+  THREADLINE_SLACK_EDIT_INTERVAL_MS: {
+    kind: 'integer',
+    group: 'slack',
+    default: 1_200,
+    min: 0,
+    max: 60_000,
+    description:
+      'the least time between two `chat.update`s of the live message that shows an answer as it is written, in its thread (Tier 3, about 50 a minute for the workspace); `0`: no live messages',
   },
 
   // Turns, deliveries and the outbox
@@ -291,6 +320,24 @@ export const SETTINGS = {
     choices: ['shared', 'per-user'],
     default: 'shared',
     description: '`per-user`: one session per user in group chats',
+  },
+  THREADLINE_TYPING_INTERVAL_MS: {
+    kind: 'integer',
+    group: 'turns',
+    default: 4_000,
+    min: 0,
+    max: 60_000,
+    description:
+      'while a turn runs, "typing…" is shown in its chat and thread (Telegram: sendChatAction, which lasts about 5 s; Slack: the thread\'s status) from its start until its first reply, sent again this often; `0`: never',
+  },
+  THREADLINE_DRAFT_INTERVAL_MS: {
+    kind: 'integer',
+    group: 'turns',
+    default: 400,
+    min: 0,
+    max: 60_000,
+    description:
+      'the least time between two drafts of an answer shown while the model writes it (Telegram private chats: sendMessageDraft; keep it at 250 or more there); the answer itself is still one message; `0`: no drafts',
   },
   THREADLINE_STRICT_ROUTING: {
     kind: 'flag',

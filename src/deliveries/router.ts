@@ -23,6 +23,8 @@ export interface DeliveryRequest {
   readonly target?: Target;
   readonly inReplyTo?: string | undefined;
   readonly attachment?: Attachment | undefined;
+  /** The live message (a platform message id in the origin chat and thread) this text replaces; dropped for any other destination. */
+  readonly replaces?: string | undefined;
   /** The routing captured where the work began; the misroute guard compares against it. */
   readonly origin: RoutingSnapshot;
 }
@@ -80,6 +82,8 @@ export class DeliveryRouter {
           text: request.text,
           ...(anchored ? { inReplyTo: request.inReplyTo } : {}),
           ...(request.attachment === undefined ? {} : { attachment: request.attachment }),
+          // Like the anchor: a message of the origin chat, never edited from elsewhere.
+          ...(request.replaces !== undefined && target.to === 'origin' && mismatch === undefined ? { replaces: request.replaces } : {}),
           origin: request.origin,
           createdAt: Date.now(),
         };

@@ -45,6 +45,7 @@ export async function sendAttempt(
         text: delivery.text,
         ...(delivery.inReplyTo === undefined ? {} : { inReplyTo: delivery.inReplyTo }),
         ...(delivery.attachment === undefined ? {} : { attachment: delivery.attachment }),
+        ...(delivery.replaces === undefined ? {} : { replaces: delivery.replaces }),
         traceId: delivery.origin.origin?.traceId ?? span.spanContext().traceId,
       },
       signal,

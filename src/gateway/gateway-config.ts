@@ -12,6 +12,8 @@ export interface TelegramConfig {
   readonly mode: 'webhook' | 'polling';
   readonly webhookSecret: string | undefined;
   readonly apiRoot: string;
+  /** THREADLINE_TELEGRAM_EDIT_INTERVAL_MS and THREADLINE_TELEGRAM_GROUP_EDIT_INTERVAL_MS. */
+  readonly liveEdits: { readonly dmMs: number; readonly groupMs: number };
 }
 
 export interface SlackConfig {
@@ -19,6 +21,8 @@ export interface SlackConfig {
   readonly signingSecret: string;
   readonly apiUrl: string;
   readonly threadTopLevel: boolean;
+  /** THREADLINE_SLACK_EDIT_INTERVAL_MS. */
+  readonly liveEditMs: number;
 }
 
 /** Several instances sharing one Redis (THREADLINE_REDIS_URL and the settings beside it). */
@@ -54,6 +58,8 @@ export interface GatewayConfig {
   readonly queueCapacity: number;
   readonly perUserGroupSessions: boolean;
   readonly strictRouting: boolean;
+  /** THREADLINE_TYPING_INTERVAL_MS and THREADLINE_DRAFT_INTERVAL_MS. */
+  readonly presence: { readonly typingIntervalMs: number; readonly draftIntervalMs: number };
   readonly deliveryMaxAttempts: number;
   readonly deliveryBackoffMs: number;
   readonly deliveryBackoffMaxMs: number;
@@ -105,6 +111,7 @@ export function readGatewayConfig(env: NodeJS.ProcessEnv = process.env): Gateway
     queueCapacity: readInteger(env, 'THREADLINE_QUEUE_CAPACITY'),
     perUserGroupSessions: readChoice(env, 'THREADLINE_GROUP_SESSIONS') === 'per-user',
     strictRouting: readFlag(env, 'THREADLINE_STRICT_ROUTING'),
+    presence: { typingIntervalMs: readInteger(env, 'THREADLINE_TYPING_INTERVAL_MS'), draftIntervalMs: readInteger(env, 'THREADLINE_DRAFT_INTERVAL_MS') },
     deliveryMaxAttempts: readInteger(env, 'THREADLINE_DELIVERY_MAX_ATTEMPTS'),
     deliveryBackoffMs: readInteger(env, 'THREADLINE_DELIVERY_BACKOFF_MS'),
     deliveryBackoffMaxMs: readInteger(env, 'THREADLINE_DELIVERY_BACKOFF_MAX_MS'),
@@ -210,6 +217,7 @@ function telegramConfig(env: NodeJS.ProcessEnv): TelegramConfig | undefined {
   const mode = readChoice(env, 'THREADLINE_TELEGRAM_MODE');
   const webhookSecret = readText(env, 'THREADLINE_TELEGRAM_WEBHOOK_SECRET');
   const apiRoot = readUrl(env, 'THREADLINE_TELEGRAM_API_ROOT').replace(/\/$/, '');
+  const liveEdits = { dmMs: readInteger(env, 'THREADLINE_TELEGRAM_EDIT_INTERVAL_MS'), groupMs: readInteger(env, 'THREADLINE_TELEGRAM_GROUP_EDIT_INTERVAL_MS') };
   const token = readText(env, 'THREADLINE_TELEGRAM_BOT_TOKEN');
   if (token === undefined) return undefined;
   if (mode === 'webhook' && webhookSecret === undefined) {
@@ -218,7 +226,7 @@ function telegramConfig(env: NodeJS.ProcessEnv): TelegramConfig | undefined {
       'is required in webhook mode: pass the same value as secret_token to setWebhook, or set THREADLINE_TELEGRAM_MODE=polling',
     );
   }
-  return { token, mode, webhookSecret, apiRoot };
+  return { token, mode, webhookSecret, apiRoot, liveEdits };
 }
 
 function slackConfig(env: NodeJS.ProcessEnv): SlackConfig | undefined {
@@ -226,10 +234,11 @@ function slackConfig(env: NodeJS.ProcessEnv): SlackConfig | undefined {
   const signingSecret = readText(env, 'THREADLINE_SLACK_SIGNING_SECRET');
   const apiUrl = readUrl(env, 'THREADLINE_SLACK_API_URL');
   const threadTopLevel = readFlag(env, 'THREADLINE_SLACK_THREAD_TOP_LEVEL');
+  const liveEditMs = readInteger(env, 'THREADLINE_SLACK_EDIT_INTERVAL_MS');
   const botToken = readText(env, 'THREADLINE_SLACK_BOT_TOKEN');
   if (botToken === undefined) return undefined;
   if (signingSecret === undefined) {
     throw new ConfigError('THREADLINE_SLACK_SIGNING_SECRET', "is required with a Slack bot token: copy it from the app's Basic Information page");
   }
-  return { botToken, signingSecret, apiUrl, threadTopLevel };
+  return { botToken, signingSecret, apiUrl, threadTopLevel, liveEditMs };
 }

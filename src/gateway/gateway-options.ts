@@ -7,6 +7,7 @@ import type { Platform } from '../platforms/platform.js';
 import type { AnyStore } from '../store/store.js';
 import type { GatewayMetrics } from '../telemetry/gateway-metrics.js';
 import type { TurnQueue } from './turn-queue.js';
+import type { PresenceOptions } from './turn-presence.js';
 
 /** What a distributed delivery queue is built from: the gateway's platforms, settings, log and metrics. */
 export interface DeliveryQueueParts {
@@ -40,6 +41,8 @@ export interface GatewayOptions {
   readonly strictRouting: boolean;
   /** THREADLINE_ADMINS: who may run admin commands; default nobody. */
   readonly admins?: Admins;
+  /** THREADLINE_TYPING_INTERVAL_MS, THREADLINE_DRAFT_INTERVAL_MS; default DEFAULT_PRESENCE. */
+  readonly presence?: PresenceOptions;
   /** Default: threadline's instruments on the meter provider registered when the gateway is built. */
   readonly metrics?: GatewayMetrics;
   readonly outbox: OutboxOptions & {

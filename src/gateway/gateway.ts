@@ -83,6 +83,7 @@ export class Gateway implements Intake {
       admins: options.admins,
       metrics: this.metrics,
       logger: options.logger,
+      presence: options.presence,
     });
   }
 

@@ -13,6 +13,7 @@ import type { GatewayMetrics, TurnResult } from '../telemetry/gateway-metrics.js
 import { threadlineTracer } from '../telemetry/tracer.js';
 import { contextWithTurnCalls } from '../tools/call-key.js';
 import type { TurnJob } from './turn-queue.js';
+import { DEFAULT_PRESENCE, TurnPresence, type PresenceOptions } from './turn-presence.js';
 
 export interface TurnRunnerOptions {
   readonly store: AnyStore;
@@ -25,6 +26,8 @@ export interface TurnRunnerOptions {
   readonly admins?: Admins | undefined;
   readonly metrics: GatewayMetrics;
   readonly logger: Logger;
+  /** Typing, and the answer shown as it is written, while a turn runs; default DEFAULT_PRESENCE. */
+  readonly presence?: PresenceOptions | undefined;
 }
 
 const tracer = threadlineTracer();
@@ -66,6 +69,14 @@ export class TurnRunner {
       const { store } = this.options;
       const traceId = job.span.spanContext().traceId;
       let replies = 0;
+      // Typing and the answer as it is written go to the turn's own origin, fixed now from its job.
+      const presence = new TurnPresence(
+        this.options.platforms.find(({ name }) => name === job.session.platform),
+        { destination: destinationOf(job.session), chatType: job.session.chatType, inReplyTo: job.session.messageId },
+        signal,
+        this.options.presence ?? DEFAULT_PRESENCE,
+        this.options.logger,
+      );
       const turn: Turn = {
         session: job.session,
         text: job.text,
@@ -73,21 +84,18 @@ export class TurnRunner {
         traceId,
         senderIsAdmin: this.refusal(job.session) === undefined,
         signal,
-        reply: (text, options) => {
+        reply: async (text, options) => {
+          // Deterministic: a turn replayed after a crash does not send its replies twice.
+          const id = `${job.id}/${++replies}`;
+          // The live message of this answer, if one was posted, becomes the answer.
+          const replaces = await presence.replying();
           const deliver = () =>
-            this.options.router.deliver({
-              // Deterministic: a turn replayed after a crash does not send its replies twice.
-              id: `${job.id}/${++replies}`,
-              kind: 'reply',
-              text,
-              inReplyTo: job.session.messageId,
-              attachment: options?.attachment,
-              origin: job.routing,
-            });
+            this.options.router.deliver({ id, kind: 'reply', text, inReplyTo: job.session.messageId, attachment: options?.attachment, origin: job.routing, replaces });
           // A turn answers its own message, whatever context its caller is in (a turn kept
           // and called while another message is handled): that context is left for its own.
           return getSession() === ownSession ? deliver() : context.with(turnContext, deliver);
         },
+        progress: (text) => presence.progress(text),
         setHome: async () => {
           // Enforced here too, so an agent that skips authorize() cannot move the home.
           const refused = this.refusal(job.session);
@@ -102,6 +110,7 @@ export class TurnRunner {
         authorize: (command) => this.authorize(turn, command),
       };
       try {
+        presence.start();
         const started = performance.now();
         const result = await this.turn(turn, signal);
         this.options.metrics.turn(job.session.platform, result, (performance.now() - started) / 1000);
@@ -117,6 +126,7 @@ export class TurnRunner {
         // Only a store that throws instead of rejecting gets here; the message stays pending.
         this.options.logger.error({ err: error, message: job.id }, 'could not finish message');
       } finally {
+        presence.close();
         job.span.end();
       }
     });

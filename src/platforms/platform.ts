@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { InboundTrace, SessionInput } from '../session/index.js';
+import type { ChatType, InboundTrace, SessionInput } from '../session/index.js';
 import type { Attachment, DeliveryKind, Destination } from '../session/delivery.js';
 
 declare module 'fastify' {
@@ -56,7 +56,20 @@ export interface OutboundMessage {
   readonly inReplyTo?: string;
   /** A file to send with (or instead of) the text: Telegram sends audio/ogg as a voice note, Slack uploads it, the webhook carries it. */
   readonly attachment?: Attachment;
+  /**
+   * The platform message id (in this destination) of a live message this text replaces: an
+   * edit of it, or a new message when it cannot be edited. Platforms that cannot edit ignore it.
+   */
+  readonly replaces?: string;
   readonly traceId: string;
+}
+
+/** Where a turn shows that it is at work: the chat and thread its message came from, and the kind of chat. */
+export interface PresenceTarget {
+  readonly destination: Destination;
+  readonly chatType: ChatType;
+  /** The platform id of the message the turn answers, when there is one (the reply anchor). */
+  readonly inReplyTo?: string | undefined;
 }
 
 /**
@@ -76,4 +89,26 @@ export interface Platform {
   start?(intake: Intake): void;
   /** Stops it again, before the gateway stops taking messages. */
   close?(): Promise<void>;
+  /**
+   * Shows "typing…" in the target's chat and thread, for a few seconds (the caller repeats it).
+   * Best-effort: no retries; a platform that cannot show it there resolves without a call.
+   */
+  typing?(target: PresenceTarget, signal: AbortSignal): Promise<void>;
+  /**
+   * Shows `text` as the answer being written, ephemeral (the final answer is a delivery of its
+   * own): `draftId` (non-zero) names one answer, so updates replace each other. Resolves false
+   * where the platform cannot show a draft (then the turn stops asking); throws DeliveryError
+   * (with retryAfterMs on a 429) when a call failed.
+   */
+  draft?(target: PresenceTarget, draftId: number, text: string, signal: AbortSignal): Promise<boolean>;
+  /**
+   * Where drafts are not shown, the answer being written can be a live message: posted once
+   * (`postLive`, resolving the platform's id of it), edited as it grows (`editLive`), and
+   * replaced by the final text's delivery (OutboundMessage.replaces). `liveIntervalMs` is the
+   * least time between two calls for the target, by the platform's rate limits; 0: no live
+   * message there. Both throw DeliveryError (retryAfterMs on a 429).
+   */
+  liveIntervalMs?(target: PresenceTarget): number;
+  postLive?(target: PresenceTarget, text: string, signal: AbortSignal): Promise<string>;
+  editLive?(target: PresenceTarget, messageId: string, text: string, signal: AbortSignal): Promise<void>;
 }

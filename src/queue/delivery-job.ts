@@ -64,6 +64,7 @@ export function deliveryOf(job: DeliveryJobData): Delivery {
     text: job.text,
     ...(job.inReplyTo === undefined ? {} : { inReplyTo: job.inReplyTo }),
     ...(job.attachment === undefined ? {} : { attachment: job.attachment }),
+    ...(typeof job.replaces === 'string' ? { replaces: job.replaces } : {}),
     origin: job.origin as RoutingSnapshot,
     attempts: job.attempts,
     createdAt: job.createdAt,

@@ -36,6 +36,12 @@ export interface Delivery {
   readonly text: string;
   readonly inReplyTo?: string;
   readonly attachment?: Attachment;
+  /**
+   * The platform's id of a message in the same destination that this delivery's text replaces
+   * (the live message of an answer being written): sent as an edit of it, and as a new message
+   * when that edit fails. Never set for a message of another chat or thread.
+   */
+  readonly replaces?: string;
   /** The routing of the work that produced it (see the misroute guard). */
   readonly origin: RoutingSnapshot;
   /** Attempts made in the current series (a retry from the CLI starts a new one). */

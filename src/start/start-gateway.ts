@@ -149,6 +149,7 @@ async function assembleGateway(
     perUserGroupSessions: config.perUserGroupSessions,
     strictRouting: config.strictRouting,
     admins: config.admins,
+    presence: config.presence,
     outbox: {
       maxAttempts: config.deliveryMaxAttempts,
       giveUpAfterMs: config.deliveryGiveUpMs,

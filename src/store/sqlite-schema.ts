@@ -107,7 +107,8 @@ CREATE TABLE IF NOT EXISTS deliveries (
   last_error TEXT,
   created_at INTEGER NOT NULL,
   finished_at INTEGER,
-  attachment TEXT
+  attachment TEXT,
+  replaces TEXT
 );
 -- Covering status and attempts_since: the oldest delivery being sent is found among the heads,
 -- so a delivery sent at once and done touches no index kept for that question.
@@ -150,7 +151,7 @@ CREATE TABLE IF NOT EXISTS conversations (
 ${TOOL_TABLES}`;
 
 /** The layout SCHEMA describes, kept in `PRAGMA user_version`; stores below it are moved over first. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /**
  * Refuses a store this version does not read as it is (TL_STORE_FAILED naming both versions):
@@ -181,6 +182,8 @@ export function createSchema(db: Database.Database): void {
     else db.exec(SCHEMA);
     // Version 2: deliveries may carry an attachment (SCHEMA made the tools' tables).
     if (!columnsOf(db, 'deliveries').includes('attachment')) db.exec('ALTER TABLE deliveries ADD COLUMN attachment TEXT');
+    // Version 3: a delivery may replace a live message (the platform's id of it).
+    if (!columnsOf(db, 'deliveries').includes('replaces')) db.exec('ALTER TABLE deliveries ADD COLUMN replaces TEXT');
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
 }

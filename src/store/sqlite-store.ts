@@ -142,6 +142,7 @@ function encodeDelivery(delivery: NewDelivery): EncodedDelivery {
     origin: encodeRouting(delivery.origin),
     createdAt: delivery.createdAt,
     attachment: delivery.attachment === undefined ? null : JSON.stringify(delivery.attachment),
+    replaces: delivery.replaces ?? null,
   };
 }
 
@@ -243,6 +244,7 @@ function toRecord(row: DeliveryRow): DeliveryRecord {
     text: row.text,
     ...(row.in_reply_to === null ? {} : { inReplyTo: row.in_reply_to }),
     ...(row.attachment === null ? {} : { attachment: JSON.parse(row.attachment) as Attachment }),
+    ...(row.replaces === null || row.replaces === undefined ? {} : { replaces: row.replaces }),
     origin: JSON.parse(row.origin) as RoutingSnapshot,
     attempts: row.attempts,
     createdAt: row.created_at,

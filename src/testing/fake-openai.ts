@@ -1,15 +1,16 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type {
   ChatCompletion,
-  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionChunk,
+  ChatCompletionCreateParams,
   ChatCompletionMessageParam,
 } from '../agent/llm/model-types.js';
 import { startLocalServer, type LocalRequest, type LocalResponse, type LocalServer } from './local-server.js';
 
 /** One request the fake received: its JSON body and its headers (lowercase names). */
 export interface FakeChatRequest {
-  /** The Chat Completions request as sent: model, messages, tools. */
-  readonly body: ChatCompletionCreateParamsNonStreaming;
+  /** The Chat Completions request as sent: model, messages, tools, `stream`. */
+  readonly body: ChatCompletionCreateParams;
   /** Including `traceparent`, `baggage` and `authorization`. */
   readonly headers: IncomingHttpHeaders;
 }
@@ -17,8 +18,23 @@ export interface FakeChatRequest {
 /** What a script answers: a whole completion, as `FakeOpenAI.text()` and `FakeOpenAI.toolCalls()` build. */
 export type FakeCompletion = ChatCompletion;
 
+/**
+ * An answer sent as a stream when the request asks for one (`stream: true`), piece by piece,
+ * as `FakeOpenAI.streamed()` builds; a request without `stream` gets its completion whole.
+ */
+export interface FakeStreamedAnswer {
+  readonly completion: FakeCompletion;
+  /** The content in the pieces it is streamed in; they join to the completion's content. */
+  readonly pieces: readonly string[];
+  /**
+   * Awaited before piece `index` is sent (`index === pieces.length`: before the tool calls and
+   * the end): a test holds the stream here, or waits for what the pieces so far caused.
+   */
+  readonly before?: ((index: number) => void | Promise<void>) | undefined;
+}
+
 /** Answers each request; may wait (hold a request on a promise) before it does. */
-export type FakeOpenAIScript = (request: FakeChatRequest) => FakeCompletion | Promise<FakeCompletion>;
+export type FakeOpenAIScript = (request: FakeChatRequest) => FakeCompletion | FakeStreamedAnswer | Promise<FakeCompletion | FakeStreamedAnswer>;
 
 /** Options of the answer helpers. */
 export interface FakeAnswerOptions {
@@ -60,11 +76,15 @@ let built = 0;
  *
  * Like the real API it answers 400 to a conversation the API would refuse (a tool result
  * that answers no call, a call left without a result), and 401 to a wrong key when started
- * with `apiKey`. Only non-streaming `POST /v1/chat/completions` is served; anything else is 404.
+ * with `apiKey`. `POST /v1/chat/completions` is served, as a stream of server-sent events
+ * when the request asks for one (`stream: true`: content in pieces, tool calls as deltas, usage
+ * with `stream_options.include_usage`); anything else is 404.
  */
 export class FakeOpenAI {
   /** Every request received (failed ones too), oldest first, up to MAX_RECORDED_REQUESTS. */
   readonly requests: FakeChatRequest[] = [];
+  /** Streamed answers begun, finished (to `[DONE]`), and cut short because the client went away. */
+  readonly streams = { started: 0, finished: 0, abandoned: 0 };
   private failures: { status: number; message: string }[] = [];
 
   private constructor(
@@ -103,6 +123,20 @@ export class FakeOpenAI {
     return completion({ role: 'assistant', content: options.content ?? null, refusal: null, tool_calls: toolCalls }, options.finishReason ?? 'tool_calls', options);
   }
 
+  /**
+   * `completion` (from text() or toolCalls()) as a streamed answer: its content in `pieces`
+   * (default: word by word), each awaited on `before(index)` first when given.
+   */
+  static streamed(
+    completion: FakeCompletion,
+    options: { readonly pieces?: readonly string[]; readonly before?: (index: number) => void | Promise<void> } = {},
+  ): FakeStreamedAnswer {
+    const content = completion.choices[0]?.message.content ?? '';
+    const pieces = options.pieces ?? (content.match(/\S+\s*|\s+/g) ?? []);
+    if (pieces.join('') !== content) throw new Error('FakeOpenAI.streamed: the pieces must join to the content');
+    return { completion, pieces, before: options.before };
+  }
+
   /** The base URL to configure (THREADLINE_LLM_BASE_URL): `http://127.0.0.1:<port>/v1`. */
   get baseUrl(): string {
     return `${this.server.origin}/v1`;
@@ -131,9 +165,9 @@ export class FakeOpenAI {
     if (request.method !== 'POST' || request.path !== '/v1/chat/completions') {
       return errorResponse(404, `Unknown request URL: ${request.method} ${request.path}`, 'invalid_request_error');
     }
-    let body: ChatCompletionCreateParamsNonStreaming;
+    let body: ChatCompletionCreateParams;
     try {
-      body = JSON.parse(request.body) as ChatCompletionCreateParamsNonStreaming;
+      body = JSON.parse(request.body) as ChatCompletionCreateParams;
     } catch {
       return errorResponse(400, 'We could not parse the JSON body of your request.', 'invalid_request_error');
     }
@@ -149,9 +183,80 @@ export class FakeOpenAI {
     }
     const problem = typeof body.model !== 'string' || !Array.isArray(body.messages) ? 'model and messages are required' : conversationProblem(body.messages);
     if (problem !== undefined) return errorResponse(400, problem, 'invalid_request_error');
-    const answer = await this.script(recorded);
-    return { status: 200, body: { ...answer, model: answer.model === '' ? body.model : answer.model } };
+    const scripted = await this.script(recorded);
+    const streamed: FakeStreamedAnswer = 'pieces' in scripted ? scripted : { completion: scripted, pieces: splitContent(scripted) };
+    const answer = { ...streamed.completion, model: streamed.completion.model === '' ? body.model : streamed.completion.model };
+    if (body.stream !== true) return { status: 200, body: answer };
+    const includeUsage = body.stream_options?.include_usage === true;
+    return {
+      status: 200,
+      headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' },
+      stream: (closed) => this.events({ ...streamed, completion: answer }, includeUsage, closed),
+    };
   }
+
+  /** The server-sent events of a streamed answer: `data: <chunk>` lines, then `data: [DONE]`. */
+  private async *events(answer: FakeStreamedAnswer, includeUsage: boolean, closed: AbortSignal): AsyncGenerator<string> {
+    this.streams.started++;
+    const done = () => closed.aborted;
+    try {
+      const { completion } = answer;
+      const choice = completion.choices[0]!;
+      const chunk = (delta: ChatCompletionChunk.Choice['delta'], finish: ChatCompletionChunk.Choice['finish_reason'] = null): string =>
+        sse({ id: completion.id, object: 'chat.completion.chunk', created: completion.created, model: completion.model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }] });
+      yield chunk({ role: 'assistant', content: '' });
+      for (const [index, piece] of answer.pieces.entries()) {
+        if (!(await untilClosed(answer.before?.(index), closed)) || done()) return;
+        yield chunk({ content: piece });
+      }
+      if (!(await untilClosed(answer.before?.(answer.pieces.length), closed)) || done()) return;
+      for (const [index, call] of (choice.message.tool_calls ?? []).entries()) {
+        if (call.type !== 'function') continue;
+        const args = call.function.arguments;
+        const half = Math.ceil(args.length / 2);
+        yield chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: args.slice(0, half) } }] });
+        yield chunk({ tool_calls: [{ index, function: { arguments: args.slice(half) } }] });
+      }
+      yield chunk({}, choice.finish_reason);
+      if (includeUsage && completion.usage !== undefined) {
+        yield sse({ id: completion.id, object: 'chat.completion.chunk', created: completion.created, model: completion.model, choices: [], usage: completion.usage });
+      }
+      yield 'data: [DONE]\n\n';
+      this.streams.finished++;
+    } finally {
+      if (closed.aborted) this.streams.abandoned++;
+    }
+  }
+}
+
+/** A whole completion's content as one piece (none when empty). */
+function splitContent(completion: FakeCompletion): string[] {
+  const content = completion.choices[0]?.message.content ?? '';
+  return content === '' ? [] : [content];
+}
+
+function sse(data: unknown): string {
+  return `data: ${JSON.stringify(data)}\n\n`;
+}
+
+/** Waits for `wait` unless the client goes away first: true when it may go on. */
+async function untilClosed(wait: void | Promise<void>, closed: AbortSignal): Promise<boolean> {
+  if (wait === undefined) return !closed.aborted;
+  if (closed.aborted) return false;
+  return new Promise<boolean>((resolve, reject) => {
+    const onClose = () => resolve(false);
+    closed.addEventListener('abort', onClose, { once: true });
+    wait.then(
+      () => {
+        closed.removeEventListener('abort', onClose);
+        resolve(!closed.aborted);
+      },
+      (error: unknown) => {
+        closed.removeEventListener('abort', onClose);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
 }
 
 function completion(message: ChatCompletion.Choice['message'], finishReason: ChatCompletion.Choice['finish_reason'], options: FakeAnswerOptions): FakeCompletion {

@@ -8,6 +8,28 @@ export interface SlackSent {
   readonly threadTs: string | undefined;
 }
 
+/** An assistant.threads.setStatus the fake Web API received. */
+export interface SlackStatus {
+  readonly channel: string;
+  readonly threadTs: string;
+  readonly status: string;
+}
+
+/** A chat.update the fake Web API took. */
+export interface SlackUpdate {
+  readonly channel: string;
+  readonly ts: string;
+  readonly text: string;
+}
+
+/** A message as the channel shows it now: as posted, or as last updated. */
+export interface SlackMessage {
+  readonly channel: string;
+  readonly ts: string;
+  readonly threadTs: string | undefined;
+  readonly text: string;
+}
+
 /** A file shared into a channel through files.getUploadURLExternal, the upload and files.completeUploadExternal. */
 export interface SlackFileSent {
   readonly channel: string;
@@ -27,6 +49,14 @@ export class FakeSlack {
   readonly sent: SlackSent[] = [];
   /** Files completed into a channel, in order. */
   readonly files: SlackFileSent[] = [];
+  /** Thread statuses set ("is typing…"), in order; failNext leaves these calls alone. */
+  readonly statuses: SlackStatus[] = [];
+  /** Messages updated (chat.update), in order. */
+  readonly updates: SlackUpdate[] = [];
+  /** Posted messages by ts, as last updated. */
+  private readonly messages = new Map<string, SlackMessage>();
+  /** Every Web API method called (`chat.postMessage`, `assistant.threads.setStatus`, …), in order. */
+  readonly calls: string[] = [];
   /** Upload URLs handed out, by file id: the filename asked for, and the bytes once uploaded. */
   private readonly uploads = new Map<string, { filename: string; length: number; bytes?: Buffer }>();
   private nextFileId = 1;
@@ -45,6 +75,16 @@ export class FakeSlack {
 
   get apiUrl(): string {
     return `${this.server.origin}/api/`;
+  }
+
+  /** The messages of a channel (and thread, when given) as Slack shows them now, oldest first: updates applied. */
+  messagesIn(channel: string, threadTs?: string): SlackMessage[] {
+    return [...this.messages.values()].filter((message) => message.channel === channel && (threadTs === undefined || message.threadTs === threadTs));
+  }
+
+  /** Deletes a message as a user could: updating it fails from now on (`message_not_found`). */
+  deleteMessage(ts: string): void {
+    this.messages.delete(ts);
   }
 
   /** The next `count` calls answer HTTP `status` (429 with Retry-After seconds). */
@@ -68,6 +108,11 @@ export class FakeSlack {
 
   private answer(request: LocalRequest, body: Record<string, unknown>) {
     const { path } = request;
+    if (path.startsWith('/api/')) this.calls.push(path.slice('/api/'.length));
+    if (path.endsWith('/assistant.threads.setStatus')) {
+      this.statuses.push({ channel: String(body['channel_id']), threadTs: String(body['thread_ts']), status: String(body['status']) });
+      return { status: 200, body: { ok: true } };
+    }
     const failure = this.failures.shift();
     if (failure !== undefined && 'error' in failure) return { status: 200, body: { ok: false, error: failure.error } };
     if (failure !== undefined) {
@@ -83,7 +128,17 @@ export class FakeSlack {
         text: String(body['text']),
         threadTs: body['thread_ts'] === undefined ? undefined : String(body['thread_ts']),
       });
-      return { status: 200, body: { ok: true, channel: body['channel'], ts: `${Date.now()}.${String(this.nextTs++).padStart(6, '0')}` } };
+      const ts = `${Date.now()}.${String(this.nextTs++).padStart(6, '0')}`;
+      this.messages.set(ts, { channel: String(body['channel']), ts, threadTs: body['thread_ts'] === undefined ? undefined : String(body['thread_ts']), text: String(body['text']) });
+      return { status: 200, body: { ok: true, channel: body['channel'], ts } };
+    }
+    if (path.endsWith('/chat.update')) {
+      const ts = String(body['ts']);
+      const message = this.messages.get(ts);
+      if (message === undefined || message.channel !== String(body['channel'])) return { status: 200, body: { ok: false, error: 'message_not_found' } };
+      this.messages.set(ts, { ...message, text: String(body['text']) });
+      this.updates.push({ channel: message.channel, ts, text: String(body['text']) });
+      return { status: 200, body: { ok: true, channel: message.channel, ts, text: body['text'] } };
     }
     if (path.endsWith('/files.getUploadURLExternal')) {
       const fileId = `F${String(this.nextFileId++).padStart(8, '0')}`;

@@ -9,6 +9,47 @@ export interface TelegramSent {
   readonly replyTo: string | undefined;
 }
 
+/** A sendChatAction the fake Bot API received. */
+export interface TelegramAction {
+  readonly chatId: string;
+  readonly threadId: string | undefined;
+  readonly action: string;
+}
+
+/** A sendMessageDraft the fake Bot API received. */
+export interface TelegramDraft {
+  readonly chatId: string;
+  readonly threadId: string | undefined;
+  readonly draftId: number;
+  readonly text: string;
+}
+
+/** An editMessageText the fake Bot API received. */
+export interface TelegramEdit {
+  readonly chatId: string;
+  readonly messageId: string;
+  readonly text: string;
+}
+
+/** A text message as the chat shows it now: as sent, or as last edited. */
+export interface TelegramMessage {
+  readonly messageId: string;
+  readonly chatId: string;
+  readonly threadId: string | undefined;
+  readonly text: string;
+}
+
+/** Any call the fake Bot API answered (getUpdates and getMe aside), in the order received. */
+export interface TelegramCall {
+  readonly method: string;
+  readonly chatId: string;
+  readonly threadId: string | undefined;
+  readonly text: string | undefined;
+}
+
+/** Calls that `failNext` leaves alone unless named: the best-effort ones. */
+const BEST_EFFORT_METHODS: ReadonlySet<string> = new Set(['getUpdates', 'getMe', 'sendChatAction', 'sendMessageDraft']);
+
 /** A sendVoice or sendDocument the fake Bot API received (multipart), with the file's bytes. */
 export interface TelegramFileSent {
   readonly method: 'sendVoice' | 'sendDocument';
@@ -70,9 +111,19 @@ export class FakeTelegram {
   readonly sent: TelegramSent[] = [];
   /** Files sent, in order: voice notes (sendVoice) and documents (sendDocument). */
   readonly files: TelegramFileSent[] = [];
+  /** Chat actions (`typing`) sent, in order. */
+  readonly actions: TelegramAction[] = [];
+  /** Drafts (sendMessageDraft) sent, in order. */
+  readonly drafts: TelegramDraft[] = [];
+  /** Edits of messages (editMessageText) that took, in order. */
+  readonly edits: TelegramEdit[] = [];
+  /** Every call but getUpdates and getMe, in order: sends, chat actions, drafts. */
+  readonly calls: TelegramCall[] = [];
   private updates: Update[] = [];
-  private failures: { code: number; retryAfter?: number }[] = [];
+  private failures: { code: number; retryAfter?: number; method?: string }[] = [];
   private nextMessageId = 1000;
+  /** Text messages sent, by message id, as last edited. */
+  private readonly texts = new Map<string, TelegramMessage>();
 
   private constructor(private readonly server: LocalServer) {}
 
@@ -87,9 +138,25 @@ export class FakeTelegram {
     return this.server.origin;
   }
 
-  /** The next `count` API calls fail with `code` (429 carries retry_after seconds). */
-  failNext(count: number, code: number, retryAfter?: number): void {
-    for (let i = 0; i < count; i++) this.failures.push(retryAfter === undefined ? { code } : { code, retryAfter });
+  /**
+   * The next `count` API calls fail with `code` (429 carries retry_after seconds): calls of
+   * `method` when named, otherwise any call but the best-effort ones (sendChatAction,
+   * sendMessageDraft) and getUpdates.
+   */
+  failNext(count: number, code: number, retryAfter?: number, method?: string): void {
+    for (let i = 0; i < count; i++) {
+      this.failures.push({ code, ...(retryAfter === undefined ? {} : { retryAfter }), ...(method === undefined ? {} : { method }) });
+    }
+  }
+
+  /** The text messages of a chat (and topic, when given) as it shows them now, oldest first: edits applied. */
+  messagesIn(chatId: string, threadId?: string): TelegramMessage[] {
+    return [...this.texts.values()].filter((message) => message.chatId === chatId && (threadId === undefined || message.threadId === threadId));
+  }
+
+  /** Deletes a message as a user could: editing it fails from now on (`message to edit not found`). */
+  deleteMessage(messageId: string): void {
+    this.texts.delete(messageId);
   }
 
   /** Queues an update for the next getUpdates (long polling). */
@@ -102,8 +169,12 @@ export class FakeTelegram {
   }
 
   private answer(path: string, body: Record<string, unknown>) {
-    const method = path.split('/').pop();
-    const failure = method === 'getUpdates' ? undefined : this.failures.shift();
+    const method = path.split('/').pop() ?? '';
+    const at = this.failures.findIndex((failure) => (failure.method === undefined ? !BEST_EFFORT_METHODS.has(method) : failure.method === method));
+    const failure = at < 0 ? undefined : this.failures.splice(at, 1)[0];
+    if (method !== 'getUpdates' && method !== 'getMe') {
+      this.calls.push({ method, chatId: String(body['chat_id']), threadId: threadOf(body), text: body['text'] === undefined ? undefined : String(body['text']) });
+    }
     if (failure !== undefined) {
       return {
         status: failure.code,
@@ -126,7 +197,29 @@ export class FakeTelegram {
       }
       case 'sendMessage': {
         this.sent.push({ chatId: String(body['chat_id']), text: String(body['text']), threadId: threadOf(body), replyTo: replyToOf(body) });
+        const messageId = String(this.nextMessageId);
+        this.texts.set(messageId, { messageId, chatId: String(body['chat_id']), threadId: threadOf(body), text: String(body['text']) });
         return ok({ message_id: this.nextMessageId++, date: 0, chat: { id: Number(body['chat_id']), type: 'private' }, text: body['text'] });
+      }
+      case 'editMessageText': {
+        const messageId = String(body['message_id']);
+        const message = this.texts.get(messageId);
+        if (message === undefined || message.chatId !== String(body['chat_id'])) return badRequest('Bad Request: message to edit not found');
+        if (message.text === String(body['text'])) {
+          return badRequest('Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message');
+        }
+        this.texts.set(messageId, { ...message, text: String(body['text']) });
+        this.edits.push({ chatId: message.chatId, messageId, text: String(body['text']) });
+        return ok({ message_id: Number(messageId), date: 0, chat: { id: Number(body['chat_id']), type: 'private' }, text: body['text'] });
+      }
+      case 'sendChatAction':
+        this.actions.push({ chatId: String(body['chat_id']), threadId: threadOf(body), action: String(body['action']) });
+        return ok(true);
+      case 'sendMessageDraft': {
+        const draftId = Number(body['draft_id']);
+        if (!Number.isInteger(draftId) || draftId === 0) return badRequest('Bad Request: draft_id must be non-zero');
+        this.drafts.push({ chatId: String(body['chat_id']), threadId: threadOf(body), draftId, text: String(body['text']) });
+        return ok(true);
       }
       case 'sendVoice':
       case 'sendDocument': {
@@ -163,6 +256,10 @@ function replyToOf(body: Record<string, unknown>): string | undefined {
   const reply = body['reply_parameters'] as { message_id?: number } | string | undefined;
   const replyTo = typeof reply === 'string' ? (JSON.parse(reply) as { message_id?: number }).message_id : reply?.message_id;
   return replyTo === undefined ? undefined : String(replyTo);
+}
+
+function badRequest(description: string) {
+  return { status: 400, body: { ok: false, error_code: 400, description } };
 }
 
 function ok(result: unknown) {

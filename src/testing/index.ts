@@ -2,10 +2,19 @@ export { startTestGateway, TEST_SECRETS, type TestGateway, type TestGatewayOptio
 export { DeliveryReceiver, type ReceivedDelivery, type WebhookDeliveryBody } from './delivery-receiver.js';
 export { installTestTelemetry, type TestTelemetry } from './test-telemetry.js';
 export { installTestMetrics, type TestMetrics, type CollectedMetrics, type MetricPoint } from './test-metrics.js';
-export { FakeTelegram, type TelegramSent, type TelegramFileSent } from './fake-telegram.js';
-export { FakeSlack, type SlackSent, type SlackFileSent } from './fake-slack.js';
+export {
+  FakeTelegram,
+  type TelegramSent,
+  type TelegramFileSent,
+  type TelegramAction,
+  type TelegramDraft,
+  type TelegramEdit,
+  type TelegramMessage,
+  type TelegramCall,
+} from './fake-telegram.js';
+export { FakeSlack, type SlackSent, type SlackFileSent, type SlackStatus, type SlackUpdate, type SlackMessage } from './fake-slack.js';
 export { ManualClock, type Clock } from '../tools/clock.js';
 export type { Tool, ToolResult, ToolCall } from '../tools/tool.js';
-export { FakeOpenAI, MAX_RECORDED_REQUESTS, type FakeChatRequest, type FakeCompletion, type FakeOpenAIScript, type FakeAnswerOptions, type FakeToolCall } from './fake-openai.js';
+export { FakeOpenAI, MAX_RECORDED_REQUESTS, type FakeChatRequest, type FakeCompletion, type FakeOpenAIScript, type FakeAnswerOptions, type FakeToolCall, type FakeStreamedAnswer } from './fake-openai.js';
 export type { Misroute, RoutingView, SpanRef, WorkRef } from '../forensics/findings.js';
 export { startTestMcpServer, testMcpServer, testMcpStdioCommand, type TestMcpServer, type ReceivedRouting, type StdioCommand } from './test-mcp-server.js';

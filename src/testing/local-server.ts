@@ -1,4 +1,4 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { messageOf } from '../errors.js';
 
@@ -17,6 +17,8 @@ export interface LocalResponse {
   readonly headers?: Readonly<Record<string, string>>;
   /** Objects are sent as JSON. */
   readonly body?: string | object;
+  /** Sent after the head, piece by piece as it yields (server-sent events), instead of `body`; stopped when the client goes away. */
+  readonly stream?: (closed: AbortSignal) => AsyncIterable<string>;
 }
 
 export interface LocalServer {
@@ -46,6 +48,10 @@ export async function startLocalServer(handle: (request: LocalRequest) => LocalR
       }
       const json = typeof answer.body === 'object';
       response.writeHead(answer.status, { ...(json ? { 'content-type': 'application/json' } : {}), ...answer.headers });
+      if (answer.stream !== undefined) {
+        await writeStream(response, answer.stream);
+        return;
+      }
       response.end(json ? JSON.stringify(answer.body) : answer.body);
     });
   });
@@ -58,6 +64,26 @@ export async function startLocalServer(handle: (request: LocalRequest) => LocalR
       return new Promise((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Writes each piece `stream` yields as it comes, until the stream ends or the client goes away. */
+async function writeStream(response: ServerResponse, stream: (closed: AbortSignal) => AsyncIterable<string>): Promise<void> {
+  // Aborted when the client goes away before the end: the producer can stop waiting.
+  const closed = new AbortController();
+  response.on('close', () => {
+    if (!response.writableFinished) closed.abort();
+  });
+  response.flushHeaders();
+  try {
+    for await (const piece of stream(closed.signal)) {
+      if (response.destroyed || response.writableEnded) break;
+      response.write(piece);
+    }
+  } catch (error) {
+    response.destroy(error instanceof Error ? error : new Error(messageOf(error)));
+    return;
+  }
+  if (!response.destroyed) response.end();
 }
 
 /** A request body as JSON or as a form, whichever its content type says. */

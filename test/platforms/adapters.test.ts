@@ -13,6 +13,16 @@ interface AdapterHarness {
   badAuth(g: TestGateway): Promise<number>;
   sent(g: TestGateway): { chatId: string; threadId: string | undefined; text: string; replyTo: string | undefined }[];
   rateLimitNext(g: TestGateway, retryAfterSeconds: number): void;
+  /** Where "typing…" was shown, in order (Telegram: sendChatAction; Slack: the thread's status). */
+  typed(g: TestGateway): { chatId: string; threadId: string | undefined }[];
+  /** Every outbound call, in order: `typing`, `send`, or the platform's method name. */
+  calls(g: TestGateway): string[];
+  /** The texts a chat shows now (edits applied), oldest first, with their platform message ids. */
+  shown(g: TestGateway, chatId: string): { id: string; threadId: string | undefined; text: string }[];
+  /** Deletes a message as a user could. */
+  deleteMessage(g: TestGateway, id: string): void;
+  /** Files sent, with the text that went with them (caption, comment). */
+  files(g: TestGateway): { chatId: string; text: string | undefined }[];
 }
 
 const telegram: AdapterHarness = {
@@ -37,6 +47,11 @@ const telegram: AdapterHarness = {
   badAuth: async (g) => (await g.sendTelegram({ update_id: 1 }, 'wrong-secret')).status,
   sent: (g) => g.telegram!.sent,
   rateLimitNext: (g, seconds) => g.telegram!.failNext(1, 429, seconds),
+  typed: (g) => g.telegram!.actions.filter((a) => a.action === 'typing'),
+  calls: (g) => g.telegram!.calls.map((c) => (c.method === 'sendChatAction' ? 'typing' : c.method === 'sendMessage' ? 'send' : c.method)),
+  shown: (g, chatId) => g.telegram!.messagesIn(chatId).map((m) => ({ id: m.messageId, threadId: m.threadId, text: m.text })),
+  deleteMessage: (g, id) => g.telegram!.deleteMessage(id),
+  files: (g) => g.telegram!.files.map((f) => ({ chatId: f.chatId, text: f.caption })),
 };
 
 const slack: AdapterHarness = {
@@ -63,7 +78,34 @@ const slack: AdapterHarness = {
   badAuth: async (g) => (await g.sendSlack({ type: 'event_callback' }, 'wrong-secret')).status,
   sent: (g) => g.slack!.sent.map((s) => ({ chatId: s.channel, threadId: s.threadTs, text: s.text, replyTo: undefined })),
   rateLimitNext: (g, seconds) => g.slack!.failNext(1, 429, seconds),
+  typed: (g) => g.slack!.statuses.filter((s) => s.status !== '').map((s) => ({ chatId: s.channel, threadId: s.threadTs })),
+  calls: (g) => g.slack!.calls.map((c) => (c === 'assistant.threads.setStatus' ? 'typing' : c === 'chat.postMessage' ? 'send' : c)),
+  shown: (g, chatId) => g.slack!.messagesIn(chatId).map((m) => ({ id: m.ts, threadId: m.threadTs, text: m.text })),
+  deleteMessage: (g, id) => g.slack!.deleteMessage(id),
+  files: (g) => g.slack!.files.map((f) => ({ chatId: f.channel, text: f.initialComment })),
 };
+
+/** An agent that answers with the message's text once `release(text)` is called for it. */
+function heldAgent(): { agent: Agent; release(text: string): void } {
+  const gates = new Map<string, () => void>();
+  const waits = new Map<string, Promise<void>>();
+  const gate = (text: string) => {
+    if (!waits.has(text)) waits.set(text, new Promise<void>((resolve) => gates.set(text, resolve)));
+    return waits.get(text)!;
+  };
+  return {
+    agent: {
+      handle: async (turn) => {
+        await gate(turn.text);
+        await turn.reply(turn.text);
+      },
+    },
+    release: (text) => {
+      void gate(text);
+      gates.get(text)!();
+    },
+  };
+}
 
 const startTestGateway = useTestGateways();
 let gateway: TestGateway | undefined;
@@ -78,6 +120,68 @@ describe.each([telegram, slack])('$name adapter', (adapter) => {
     const sent = adapter.sent(gateway);
     expect(sent.find((s) => s.text === 'in topic')).toMatchObject({ chatId: adapter.chat(1), threadId: adapter.thread(1) });
     expect(sent.find((s) => s.text === 'no topic')).toMatchObject({ chatId: adapter.chat(2), threadId: undefined });
+  });
+
+  it('shows typing first, in the chat and thread of the turn, repeated until the answer, then stops', async () => {
+    const { agent, release } = heldAgent();
+    gateway = await startTestGateway({ ...adapter.options, agent, env: { THREADLINE_TYPING_INTERVAL_MS: '20' } });
+    const g = gateway;
+    await adapter.inbound(g, { chatId: adapter.chat(1), threadId: adapter.thread(1), text: 'first', messageId: 31 });
+    // Repeated while the turn runs: three of them take two intervals.
+    await until(() => adapter.typed(g).length >= 3);
+    expect(adapter.calls(g)[0]).toBe('typing');
+    release('first');
+    await until(() => adapter.sent(g).length === 1);
+    const typedBefore = adapter.typed(g).length;
+    expect(adapter.typed(g).every((t) => t.chatId === adapter.chat(1) && t.threadId === adapter.thread(1))).toBe(true);
+    // Another turn's typing is the clock: once it repeated twice, the first chat's would have too.
+    await adapter.inbound(g, { chatId: adapter.chat(2), threadId: adapter.thread(2), text: 'second', messageId: 32 });
+    await until(() => adapter.typed(g).filter((t) => t.chatId === adapter.chat(2)).length >= 3);
+    release('second');
+    await until(() => adapter.sent(g).length === 2);
+    expect(adapter.typed(g).filter((t) => t.chatId === adapter.chat(1))).toHaveLength(typedBefore);
+    expect(adapter.typed(g).every((t) => t.threadId === (t.chatId === adapter.chat(1) ? adapter.thread(1) : adapter.thread(2)))).toBe(true);
+  });
+
+  it('edits the live message a delivery replaces into its text, or sends anew when it is gone; never elsewhere', async () => {
+    gateway = await startTestGateway(adapter.options);
+    const g = gateway;
+    const platform = g.running.platforms.find((p) => p.name === adapter.name)!;
+    const chatId = adapter.chat(4);
+    const threadId = adapter.thread(4);
+    const target = { destination: { platform: adapter.name, chatId, threadId }, chatType: 'group' as const };
+    const signal = new AbortController().signal;
+    const kept = await platform.postLive!(target, 'Writing the answ', signal);
+    const gone = await platform.postLive!(target, 'Another one bei', signal);
+    adapter.deleteMessage(g, gone);
+    const origin = { v: 1 as const, session: { platform: adapter.name, chatType: 'group' as const, chatId, threadId, sessionId: 'tl_s' } };
+    const { router } = g.running.gateway;
+    await router.deliver({ id: 'live/1', kind: 'reply', text: 'Writing the answer: done.', origin, replaces: kept });
+    await router.deliver({ id: 'live/2', kind: 'reply', text: 'Another one, final.', origin, replaces: gone });
+    // Sent to another thread, the live message is left alone: that delivery is a new message.
+    const elsewhere = { platform: adapter.name, chatId, threadId: adapter.thread(5) };
+    await router.deliver({ id: 'live/3', kind: 'send', text: 'Elsewhere.', origin, replaces: kept, target: { to: 'explicit', destination: elsewhere } });
+    await until(() => g.running.gateway.outbox.stats().delivered === 3);
+    expect(adapter.shown(g, chatId)).toEqual([
+      { id: kept, threadId, text: 'Writing the answer: done.' },
+      { id: expect.any(String), threadId, text: 'Another one, final.' },
+      { id: expect.any(String), threadId: adapter.thread(5), text: 'Elsewhere.' },
+    ]);
+  });
+
+  it('with a file, edits the live message into the text and sends the file without repeating it', async () => {
+    gateway = await startTestGateway(adapter.options);
+    const g = gateway;
+    const platform = g.running.platforms.find((p) => p.name === adapter.name)!;
+    const chatId = adapter.chat(6);
+    const target = { destination: { platform: adapter.name, chatId }, chatType: 'group' as const };
+    const live = await platform.postLive!(target, 'Here is your voice n', new AbortController().signal);
+    const origin = { v: 1 as const, session: { platform: adapter.name, chatType: 'group' as const, chatId, sessionId: 'tl_s' } };
+    const attachment = { filename: 'voice.ogg', contentType: 'audio/ogg', dataBase64: Buffer.from('OggS fake').toString('base64') };
+    await g.running.gateway.router.deliver({ id: 'file/1', kind: 'reply', text: 'Here is your voice note.', origin, replaces: live, attachment });
+    await until(() => g.running.gateway.outbox.stats().delivered === 1);
+    expect(adapter.shown(g, chatId).map((m) => [m.id, m.text])).toEqual([[live, 'Here is your voice note.']]);
+    expect(adapter.files(g)).toEqual([{ chatId, text: undefined }]);
   });
 
   it('refuses a bad signature or secret with 401', async () => {
@@ -119,6 +223,17 @@ describe('telegram specifics', () => {
     await telegram.inbound(gateway, { chatId: '-1001', threadId: '77', text: 'q', messageId: 42 });
     await until(() => gateway!.telegram!.sent.length === 1);
     expect(gateway.telegram!.sent[0]).toEqual({ chatId: '-1001', threadId: '77', text: 'q', replyTo: '42' });
+  });
+
+  it('answers a turn whose typing failed: typing is best-effort', async () => {
+    gateway = await startTestGateway({ telegram: true });
+    gateway.telegram!.failNext(1, 500, undefined, 'sendChatAction');
+    await telegram.inbound(gateway, { chatId: '-1003', threadId: '8', text: 'still answered', messageId: 43 });
+    await until(() => gateway!.running.gateway.outbox.stats().delivered === 1);
+    expect(gateway.telegram!.calls[0]).toMatchObject({ method: 'sendChatAction', chatId: '-1003', threadId: '8' });
+    expect(gateway.telegram!.actions).toEqual([]);
+    expect(gateway.telegram!.sent[0]).toMatchObject({ chatId: '-1003', threadId: '8', text: 'still answered' });
+    expect(gateway.running.gateway.outbox.stats()).toMatchObject({ delivered: 1, retried: 0, failed: 0 });
   });
 
   it('takes updates by long polling when configured', async () => {

@@ -55,6 +55,17 @@ describe('RedisOutbox: order and retries', () => {
     expect(listed.find((record) => record.id === 'a1')!.attempts).toBe(2);
   });
 
+  it('carries the live message a delivery replaces to the platform and the listing', async () => {
+    const prefix = redis.prefix();
+    const platform = new FakePlatform();
+    const a = open({ prefix, platform });
+    expect(await a.records.add({ ...delivery('live', 'A'), replaces: '1042' })).toBe('queued');
+    await a.outbox.start();
+    await until(() => platform.sentTo('A').length === 1);
+    expect(platform.seen[0]!.message.replaces).toBe('1042');
+    expect((await a.records.list({ limit: 1 }))[0]!.replaces).toBe('1042');
+  });
+
   it('answers exists for a second add of one id, and sends it once', async () => {
     const prefix = redis.prefix();
     const platform = new FakePlatform();

@@ -3,6 +3,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, writeFileS
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { SCHEMA_VERSION } from '../../src/store/sqlite-schema.js';
 import { findLostInStore } from '../../src/forensics/lost-in-store.js';
 import { SqliteConnection } from '../../src/store/sqlite-connection.js';
 import { READ_OPERATIONS, openDatabase, sqliteOperations } from '../../src/store/sqlite-operations.js';
@@ -108,7 +109,7 @@ describe('SqliteStore.openReadOnly: the forensics commands\' read of a gateway\'
   });
 
   it('refuses a store of another schema version, naming both, and changes nothing of it', async () => {
-    for (const version of [1, 3]) {
+    for (const version of [SCHEMA_VERSION - 1, SCHEMA_VERSION + 1]) {
       const path = storePath();
       await (await gatewayStore(path)).close();
       const db = new Database(path);
@@ -116,7 +117,7 @@ describe('SqliteStore.openReadOnly: the forensics commands\' read of a gateway\'
       db.close();
       await expect(SqliteStore.openReadOnly(path)).rejects.toMatchObject({
         code: 'TL_STORE_FAILED',
-        message: expect.stringContaining(`has schema version ${version} and this threadline reads version 2`),
+        message: expect.stringContaining(`has schema version ${version} and this threadline reads version ${SCHEMA_VERSION}`),
       });
       const after = new Database(path, { readonly: true });
       expect(after.pragma('user_version', { simple: true })).toBe(version);

@@ -93,6 +93,9 @@ describe('createSchema', () => {
     const attachment = { filename: 'a.ogg', contentType: 'audio/ogg', dataBase64: 'AAEC' };
     await store.outbox.add({ id: 'd-voice', kind: 'reply', destination: chat('c'), text: 'v', origin: routingOf('c'), createdAt: T0, attachment }, T0);
     expect((await store.outbox.list({ chatId: 'c', limit: 1 }))[0]?.attachment).toEqual(attachment);
+    // And the live messages they replace.
+    await store.outbox.add({ id: 'd-live', kind: 'reply', destination: chat('c'), text: 'w', origin: routingOf('c'), createdAt: T0 + 1, replaces: '77' }, T0);
+    expect((await store.outbox.list({ chatId: 'c', limit: 1 }))[0]?.replaces).toBe('77');
     await store.close();
 
     const reader = new Database(path, { readonly: true });
@@ -120,7 +123,7 @@ describe('createSchema', () => {
     await again.close();
   });
 
-  it('moves a version-1 store to version 2 keeping every row, and the tools\' tables work after a reopen', async () => {
+  it('moves a version-1 store to the current version keeping every row, and the tools\' tables work after a reopen', async () => {
     const path = join(tempDir(), 'v1.db');
     const v1 = new Database(path);
     v1.exec(SCHEMA_V1);
@@ -145,7 +148,7 @@ describe('createSchema', () => {
       ['d-queued', 'pending', 'second'],
       ['d-sending', 'sending', 'first'],
     ]);
-    expect((await store.outbox.list({ limit: 10 })).some((record) => 'attachment' in record)).toBe(false);
+    expect((await store.outbox.list({ limit: 10 })).some((record) => 'attachment' in record || 'replaces' in record)).toBe(false);
     // Counts carry on: one message waiting and two open deliveries of webhook:a.
     expect(await store.messages.accept({ id: 'm-2', routing: routingOf('a'), text: 'x', receivedAt: 2 }, {
       destination: chat('a'),

@@ -205,6 +205,20 @@ describe('SqliteStore failures and round trips', () => {
     await store.close();
   });
 
+  it('round-trips the live message a delivery replaces through add, claim and list', async () => {
+    const store = await SqliteStore.open(':memory:');
+    expect(await store.outbox.add({ ...delivery('d-live', 1, 'a'), replaces: '1042' }, 10)).toBe('claimed');
+    expect(await store.outbox.add({ ...delivery('d-next', 2, 'a'), replaces: '1043' }, 10)).toBe('queued');
+    expect(await store.outbox.add(delivery('d-plain', 3, 'b'), 10)).toBe('claimed');
+    const listed = await store.outbox.list({ limit: 5 });
+    expect(listed.map((record) => record.replaces)).toEqual([undefined, '1043', '1042']);
+    expect(listed[0]).not.toHaveProperty('replaces');
+    await store.outbox.markDone('d-live', 10);
+    const [claimed] = (await store.outbox.claim(5, 5, 20)).deliveries;
+    expect(claimed).toMatchObject({ id: 'd-next', replaces: '1043' });
+    await store.close();
+  });
+
   it('lists one chat by its exact id, threads included, before the limit applies', async () => {
     const store = await SqliteStore.open(':memory:');
     const to = (id: string, chatId: string, threadId?: string) =>

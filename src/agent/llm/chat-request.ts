@@ -1,4 +1,5 @@
 import { SpanKind, type Attributes } from '@opentelemetry/api';
+import { APIUserAbortError } from 'openai';
 import type OpenAI from 'openai';
 import { ThreadlineError } from '../../errors.js';
 import { recordFailure } from '../../session/index.js';
@@ -26,7 +27,10 @@ export function modelServer(baseUrl: string): ModelServer {
  * One model request in a `chat <model>` span (kind CLIENT, GenAI semantic conventions):
  * request model, response model and id, finish reasons and token usage. No message content
  * and no key. The span is active while the request is sent, so the request carries its
- * traceparent. Throws TL_LLM_FAILED, with `error.type` on the span.
+ * traceparent. The answer is streamed: `onText` gets its text as written so far (the whole
+ * snapshot, each time a piece arrives); the completion assembled from the stream resolves at
+ * its end. Throws TL_LLM_FAILED, with `error.type` on the span (`cancelled` when `signal`
+ * aborted it: the stream stops there).
  */
 export function requestChat(
   client: OpenAI,
@@ -34,6 +38,7 @@ export function requestChat(
   params: ChatCompletionCreateParamsNonStreaming,
   signal: AbortSignal,
   failure: FailureContext,
+  onText?: (snapshot: string) => void,
 ): Promise<ChatCompletion> {
   const attributes: Attributes = {
     'gen_ai.operation.name': 'chat',
@@ -44,7 +49,16 @@ export function requestChat(
   };
   return tracer.startActiveSpan(`chat ${params.model}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
     try {
-      const completion = await client.chat.completions.create(params, { signal });
+      const stream = client.chat.completions.stream({ ...params, stream: true, stream_options: { include_usage: true } }, { signal });
+      if (onText !== undefined) {
+        stream.on('content', (_delta, snapshot) => {
+          // Nothing shown after a stop, even from a piece already received.
+          if (!signal.aborted) onText(snapshot);
+        });
+      }
+      const completion = (await stream.finalChatCompletion()) as ChatCompletion;
+      // The stream helper ends quietly on some aborts; a stopped request is never an answer.
+      if (signal.aborted) throw new APIUserAbortError();
       span.setAttributes(responseAttributes(completion));
       if (completion.choices?.[0]?.message === undefined) {
         throw new ThreadlineError('TL_LLM_FAILED', 'The model endpoint answered without a message (no choices); is THREADLINE_LLM_BASE_URL a Chat Completions API?');

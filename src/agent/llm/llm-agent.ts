@@ -52,7 +52,9 @@ interface Answer {
  * tools, calling tools until the model answers in text or THREADLINE_LLM_MAX_TOOL_ROUNDS
  * rounds of calls have run. Tools run in the turn's context and read the routing from it:
  * no chat or thread id ever goes through the model. Each request is a `chat <model>` span
- * under agent.turn, and a failed request fails the turn with TL_LLM_FAILED.
+ * under agent.turn, and a failed request fails the turn with TL_LLM_FAILED. Answers are
+ * streamed: the text so far goes to `turn.progress` as it is written, and text that comes
+ * with tool calls is replied before the tools run.
  */
 export class LlmAgent implements Agent {
   private readonly client: OpenAI;
@@ -106,6 +108,8 @@ export class LlmAgent implements Agent {
         { model: config.model, messages, ...(definitions.length === 0 ? {} : { tools: definitions }) },
         turn.signal,
         { apiKey: config.apiKey, timeoutMs: config.timeoutMs },
+        // The answer as it is written, for platforms that show it (a draft, a live message).
+        (snapshot) => turn.progress?.(snapshot),
       ).catch((error: unknown) => {
         // A request cut short by /stop is no failure to report.
         if (turn.signal.aborted) return undefined;
@@ -135,6 +139,8 @@ export class LlmAgent implements Agent {
         content: announced.text === '' ? null : announced.text,
         tool_calls: calls.map(({ id, function: { name, arguments: args } }) => ({ id, type: 'function', function: { name, arguments: args } })),
       });
+      // What the model said with its calls ("Let me look…") is said before they run.
+      if (text.trim() !== '') await turn.reply(text);
       for (const call of calls) {
         const outcome = await runToolCall(toolsByName, call, {
           signal: turn.signal,

@@ -1,6 +1,9 @@
 /** The Chat Completions types the agent uses, named once so other files need not spell the package's paths. */
 export type {
   ChatCompletion,
+  ChatCompletionChunk,
+  ChatCompletionCreateParams,
+  ChatCompletionCreateParamsStreaming,
   ChatCompletionCreateParamsNonStreaming,
   ChatCompletionMessage,
   ChatCompletionMessageFunctionToolCall,

@@ -10,7 +10,7 @@ import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
 import { inboundContext, type ChatType, type InboundOptions, type KeepBaggage } from '../../session/index.js';
-import type { Intake, OutboundMessage, Platform } from '../platform.js';
+import type { Intake, OutboundMessage, Platform, PresenceTarget } from '../platform.js';
 import { AcceptOnce } from '../accept-once.js';
 import { slackInbound } from './slack-inbound.js';
 import { slackSignatureValid } from './slack-signature.js';
@@ -25,7 +25,14 @@ export interface SlackOptions {
   readonly logger: Logger;
   /** THREADLINE_INBOUND_BAGGAGE: foreign inbound baggage to keep (default none). */
   readonly keepBaggage?: KeepBaggage;
+  /** Least ms between two edits of a live message (chat.update is Tier 3, ~50 a minute); 0: no live messages. */
+  readonly liveEditMs?: number | undefined;
 }
+
+/** chat.update is Tier 3: about 50 a minute for the workspace. */
+export const SLACK_LIVE_EDIT_MS = 1_200;
+/** chat.update refusals that mean "post it anew" rather than "try again". */
+const NOT_EDITABLE: ReadonlySet<string> = new Set(['message_not_found', 'cant_update_message', 'edit_window_closed', 'channel_not_found']);
 
 export const SLACK_EVENTS_PATH = '/v1/slack/events';
 /** Slack retries an event for up to about an hour (three retries, the last after 5 minutes, and replays within the signature's window). */
@@ -107,6 +114,9 @@ export class SlackPlatform implements Platform {
     const thread = destination.threadId === undefined ? {} : { thread_ts: destination.threadId };
     const method = attachment === undefined ? 'chat.postMessage' : 'the file upload';
     try {
+      // The live message of this answer becomes the answer; a new message when it cannot be edited.
+      const replaced = message.replaces !== undefined && message.text !== '' && (await this.replaceLive(destination.chatId, message.replaces, message.text, signal));
+      if (replaced && attachment === undefined) return;
       // The client takes no signal: at shutdown the send is let go (it may still land, and the
       // outbox sends it again at the next start: at least once).
       await untilAborted(
@@ -117,13 +127,68 @@ export class SlackPlatform implements Platform {
               channel_id: destination.chatId,
               file: Buffer.from(attachment.dataBase64, 'base64'),
               filename: attachment.filename,
-              ...(message.text === '' ? {} : { initial_comment: message.text }),
+              ...(message.text === '' || replaced ? {} : { initial_comment: message.text }),
               ...thread,
             }),
         signal,
       );
     } catch (error) {
       throw deliveryError(error, method);
+    }
+  }
+
+  /**
+   * assistant.threads.setStatus "is typing…" in the thread, which Slack clears when the app
+   * replies there. Only threads have a status: elsewhere nothing is called.
+   */
+  async typing(target: PresenceTarget, signal: AbortSignal): Promise<void> {
+    const { chatId, threadId } = target.destination;
+    if (threadId === undefined) return;
+    try {
+      await untilAborted(this.client.assistant.threads.setStatus({ channel_id: chatId, thread_ts: threadId, status: 'is typing…' }), signal);
+    } catch (error) {
+      throw deliveryError(error, 'assistant.threads.setStatus');
+    }
+  }
+
+  /**
+   * chat.update of live message `ts` to `text`: true when done, false when Slack cannot edit it
+   * (gone, too old). Rate limits, Slack's own trouble and the network throw, to be retried.
+   */
+  private async replaceLive(channel: string, ts: string, text: string, signal: AbortSignal): Promise<boolean> {
+    try {
+      await untilAborted(this.client.chat.update({ channel, ts, text }), signal);
+      return true;
+    } catch (error) {
+      if (error instanceof WebAPIPlatformError && NOT_EDITABLE.has(error.data.error)) {
+        this.options.logger.debug({ channel, error: error.data.error }, 'live message not editable; posting the answer anew');
+        return false;
+      }
+      throw deliveryError(error, 'chat.update');
+    }
+  }
+
+  liveIntervalMs(): number {
+    return this.options.liveEditMs ?? SLACK_LIVE_EDIT_MS;
+  }
+
+  /** The start of an answer as a message of its own, in the thread, to be edited as it grows. */
+  async postLive(target: PresenceTarget, text: string, signal: AbortSignal): Promise<string> {
+    const { chatId, threadId } = target.destination;
+    try {
+      const posted = await untilAborted(this.client.chat.postMessage({ channel: chatId, text, ...(threadId === undefined ? {} : { thread_ts: threadId }) }), signal);
+      if (typeof posted.ts !== 'string') throw new DeliveryError('Slack answered chat.postMessage without a ts', { retryable: false });
+      return posted.ts;
+    } catch (error) {
+      throw error instanceof DeliveryError ? error : deliveryError(error, 'chat.postMessage');
+    }
+  }
+
+  async editLive(target: PresenceTarget, messageId: string, text: string, signal: AbortSignal): Promise<void> {
+    try {
+      await untilAborted(this.client.chat.update({ channel: target.destination.chatId, ts: messageId, text }), signal);
+    } catch (error) {
+      throw deliveryError(error, 'chat.update');
     }
   }
 

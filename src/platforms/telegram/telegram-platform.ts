@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
 import { inboundContext, runDetached, type InboundOptions, type KeepBaggage } from '../../session/index.js';
 import { secretsMatch } from '../bearer-token.js';
-import type { Idempotency, InboundMessage, Intake, OutboundMessage, Platform } from '../platform.js';
+import type { Idempotency, InboundMessage, Intake, OutboundMessage, Platform, PresenceTarget } from '../platform.js';
 import { AcceptOnce } from '../accept-once.js';
 import { telegramInbound } from './telegram-inbound.js';
 import { safeUrl } from '../../text/redact-secrets.js';
@@ -28,7 +28,12 @@ export interface TelegramOptions {
    * pollers get 409 Conflict and take each other's updates). Unset, this instance polls alone.
    */
   readonly pollingLease?: LeaseFactory | undefined;
+  /** Least ms between two edits of a live message: in private chats, and elsewhere (0: no live messages there). */
+  readonly liveEdits?: { readonly dmMs: number; readonly groupMs: number } | undefined;
 }
+
+/** Telegram allows about one edit a second in a private chat and 20 a minute in a group. */
+export const TELEGRAM_LIVE_EDITS = { dmMs: 1_100, groupMs: 3_100 } as const;
 
 export const TELEGRAM_WEBHOOK_PATH = '/v1/telegram/webhook';
 const SECRET_HEADER = 'x-telegram-bot-api-secret-token';
@@ -37,6 +42,8 @@ const GIVE_UP: ReadonlySet<string> = new Set(['TL_BAD_REQUEST', 'TL_SESSION_INVA
 const HAND_RETRY_MS = 1_000;
 /** The longest caption Telegram takes on a file. */
 const TELEGRAM_CAPTION_MAX = 1024;
+/** The longest text a message (and a draft) holds. */
+const TELEGRAM_TEXT_MAX = 4096;
 
 /** Where in its chat a message goes: the topic, and the message it answers. */
 interface TelegramPlacement {
@@ -122,11 +129,89 @@ export class TelegramPlatform implements Platform {
     // grammY types its signal with an abort-controller shim; node-fetch accepts the native one.
     const abort = signal as Parameters<Api['sendMessage']>[3];
     try {
+      // The live message of this answer becomes the answer; a new message when it cannot be edited.
+      const replaced = message.replaces !== undefined && message.text !== '' && (await this.replaceLive(destination.chatId, message.replaces, message.text, abort));
       if (message.attachment === undefined) {
-        await this.api.sendMessage(destination.chatId, message.text, placement, abort);
+        if (!replaced) await this.api.sendMessage(destination.chatId, message.text, placement, abort);
       } else {
-        await this.sendFile(destination.chatId, message.text, message.attachment, placement, abort);
+        await this.sendFile(destination.chatId, replaced ? '' : message.text, message.attachment, placement, abort);
       }
+    } catch (error) {
+      throw deliveryError(error);
+    }
+  }
+
+  /**
+   * Edits live message `messageId` to `text`: true when it shows the text now (unchanged text
+   * included), false when Telegram cannot edit it (gone, too old, not ours). Rate limits, its
+   * own trouble and the network throw, to be retried.
+   */
+  private async replaceLive(chatId: string, messageId: string, text: string, abort: Parameters<Api['sendMessage']>[3]): Promise<boolean> {
+    if (!/^\d+$/.test(messageId)) return false;
+    try {
+      await this.api.editMessageText(chatId, Number(messageId), text, undefined, abort);
+      return true;
+    } catch (error) {
+      if (!(error instanceof GrammyError) || error.error_code === 429 || error.error_code >= 500) throw error;
+      if (/message is not modified/i.test(error.description)) return true;
+      this.options.logger.debug({ chat: chatId, code: error.error_code }, 'live message not editable; sending the answer as a new message');
+      return false;
+    }
+  }
+
+  /** Edits are rate limited harder in groups than in private chats. */
+  liveIntervalMs(target: PresenceTarget): number {
+    const limits = this.options.liveEdits ?? TELEGRAM_LIVE_EDITS;
+    return target.chatType === 'dm' ? limits.dmMs : limits.groupMs;
+  }
+
+  /** The start of an answer as a message of its own (in the topic, quoting what it answers), to be edited as it grows. */
+  async postLive(target: PresenceTarget, text: string, signal: AbortSignal): Promise<string> {
+    const topic = topicOf(target);
+    if (topic === null) throw new DeliveryError('Telegram topic ids are numbers', { retryable: false });
+    const anchor =
+      target.inReplyTo === undefined || !/^\d+$/.test(target.inReplyTo)
+        ? {}
+        : { reply_parameters: { message_id: Number(target.inReplyTo), allow_sending_without_reply: true } };
+    try {
+      const sent = await this.api.sendMessage(target.destination.chatId, text.slice(0, TELEGRAM_TEXT_MAX), { ...topic, ...anchor }, signal as Parameters<Api['sendMessage']>[3]);
+      return String(sent.message_id);
+    } catch (error) {
+      throw deliveryError(error);
+    }
+  }
+
+  async editLive(target: PresenceTarget, messageId: string, text: string, signal: AbortSignal): Promise<void> {
+    try {
+      await this.api.editMessageText(target.destination.chatId, Number(messageId), text.slice(0, TELEGRAM_TEXT_MAX), undefined, signal as Parameters<Api['sendMessage']>[3]);
+    } catch (error) {
+      if (error instanceof GrammyError && /message is not modified/i.test(error.description)) return;
+      throw deliveryError(error);
+    }
+  }
+
+  /** sendChatAction `typing` in the chat and topic: Telegram shows it about 5 seconds. */
+  async typing(target: PresenceTarget, signal: AbortSignal): Promise<void> {
+    const topic = topicOf(target);
+    if (topic === null) return;
+    try {
+      await this.api.sendChatAction(target.destination.chatId, 'typing', topic, signal as Parameters<Api['sendChatAction']>[3]);
+    } catch (error) {
+      throw deliveryError(error);
+    }
+  }
+
+  /**
+   * sendMessageDraft, which Telegram offers in private chats only: the answer so far, shown
+   * while it is written and gone once the final message (a sendMessage) arrives.
+   */
+  async draft(target: PresenceTarget, draftId: number, text: string, signal: AbortSignal): Promise<boolean> {
+    const topic = topicOf(target);
+    const chatId = Number(target.destination.chatId);
+    if (topic === null || target.chatType !== 'dm' || !Number.isSafeInteger(chatId) || text.trim() === '') return false;
+    try {
+      await this.api.sendMessageDraft(chatId, draftId, text.slice(0, TELEGRAM_TEXT_MAX), topic, signal as Parameters<Api['sendMessageDraft']>[4]);
+      return true;
     } catch (error) {
       throw deliveryError(error);
     }
@@ -183,6 +268,13 @@ export class TelegramPlatform implements Platform {
   start(intake: Intake): void {
     this.poller?.start((message) => this.hand(intake, message));
   }
+}
+
+/** The topic of a presence target as Telegram takes it; null for a thread id that is no topic id. */
+function topicOf(target: PresenceTarget): { message_thread_id?: number } | null {
+  const { threadId } = target.destination;
+  if (threadId === undefined) return {};
+  return /^\d+$/.test(threadId) ? { message_thread_id: Number(threadId) } : null;
 }
 
 function parseUpdate(body: unknown): InboundMessage | undefined {

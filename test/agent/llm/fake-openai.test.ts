@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeOpenAI } from '../../../src/testing/fake-openai.js';
+import { until } from '../../helpers/gateway.js';
 
 let model: FakeOpenAI | undefined;
 
@@ -69,5 +70,49 @@ describe('FakeOpenAI', () => {
     expect((await post(hello, { authorization: 'Bearer wrong' })).status).toBe(401);
     expect((await post(hello, { authorization: 'Bearer right' })).status).toBe(200);
     expect((await post(hello, {}, '/embeddings')).status).toBe(404);
+  });
+});
+
+describe('FakeOpenAI streaming', () => {
+  it('streams when asked: content in its pieces, tool calls as deltas, usage, [DONE]; whole otherwise', async () => {
+    const OpenAI = (await import('openai')).default;
+    model = await FakeOpenAI.start(() =>
+      FakeOpenAI.streamed(FakeOpenAI.toolCalls([{ name: 'where', arguments: { deep: true }, id: 'c9' }], { content: 'Let me look' }), { pieces: ['Let ', 'me ', 'look'] }),
+    );
+    const client = new OpenAI({ baseURL: model.baseUrl, apiKey: 'k', maxRetries: 0 });
+    const stream = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    expect(chunks.flatMap((chunk) => chunk.choices.map((choice) => choice.delta.content ?? '')).filter((text) => text !== '')).toEqual(['Let ', 'me ', 'look']);
+    const deltas = chunks.flatMap((chunk) => chunk.choices.flatMap((choice) => choice.delta.tool_calls ?? []));
+    expect(deltas[0]).toMatchObject({ index: 0, id: 'c9', function: { name: 'where' } });
+    expect(deltas.map((delta) => delta.function?.arguments).join('')).toBe('{"deep":true}');
+    expect(chunks.at(-2)!.choices[0]!.finish_reason).toBe('tool_calls');
+    expect(chunks.at(-1)!.usage).toMatchObject({ prompt_tokens: 10, completion_tokens: 5 });
+    expect(model.streams).toEqual({ started: 1, finished: 1, abandoned: 0 });
+    // The same script, asked without stream, answers the completion whole.
+    const whole = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    expect(whole.choices[0]!.message).toMatchObject({ content: 'Let me look', tool_calls: [{ id: 'c9' }] });
+  });
+
+  it('holds a piece until the test lets it go, and counts a stream the client left', async () => {
+    const OpenAI = (await import('openai')).default;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    model = await FakeOpenAI.start(() => FakeOpenAI.streamed(FakeOpenAI.text('a b'), { before: (index) => (index === 1 ? held : undefined) }));
+    const client = new OpenAI({ baseURL: model.baseUrl, apiKey: 'k', maxRetries: 0 });
+    const stop = new AbortController();
+    const stream = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true }, { signal: stop.signal });
+    const seen: string[] = [];
+    const reading = (async () => {
+      for await (const chunk of stream) {
+        seen.push(chunk.choices[0]?.delta.content ?? '');
+        if (seen.join('') === 'a ') stop.abort();
+      }
+    })().catch(() => undefined);
+    await reading;
+    await until(() => model!.streams.abandoned === 1);
+    release();
+    expect(model.streams).toMatchObject({ started: 1, finished: 0, abandoned: 1 });
   });
 });

@@ -11,6 +11,8 @@ export interface RecordedReply {
 
 export interface TurnRun {
   readonly replies: RecordedReply[];
+  /** What the turn showed as written so far (turn.progress), in order. */
+  readonly progress: string[];
   /** The trace of the turn's agent.turn span. */
   readonly traceId: string;
   /** Commands the turn asked to authorize. */
@@ -30,6 +32,7 @@ export function startTurn(
   options: { readonly admin?: boolean; readonly signal?: AbortSignal } = {},
 ): TurnRun {
   const replies: RecordedReply[] = [];
+  const progress: string[] = [];
   const authorized: string[] = [];
   let traceId = '';
   const done = withSession(session, () =>
@@ -44,6 +47,9 @@ export function startTurn(
         signal: options.signal ?? new AbortController().signal,
         reply: async (replyText, replyOptions) => {
           replies.push({ text: replyText, attachment: replyOptions?.attachment });
+        },
+        progress: (so) => {
+          progress.push(so);
         },
         setHome: () => Promise.reject(new Error('not in these tests')),
         newConversation: () => Promise.resolve(),
@@ -62,5 +68,5 @@ export function startTurn(
       }
     }),
   );
-  return { replies, authorized, done, get traceId() { return traceId; } };
+  return { replies, progress, authorized, done, get traceId() { return traceId; } };
 }
