@@ -3,6 +3,9 @@ import { FakeOpenAI, type FakeChatRequest } from '../../src/testing/fake-openai.
 import type { TestGateway } from '../../src/testing/index.js';
 import { until, useTestGateways } from '../helpers/gateway.js';
 
+/** The gateway's answer to /stop in a chat with nothing else running. */
+const STOPPED = 'Stopped the turn this chat was running, if there was one. Nothing else runs here.';
+
 const startTestGateway = useTestGateways();
 let model: FakeOpenAI | undefined;
 afterEach(async () => {
@@ -154,10 +157,10 @@ describe('live answers on Telegram groups', () => {
     await g.sendTelegram(topicUpdate(-1004, 50, 'go', 8));
     await until(() => g.telegram!.messagesIn('-1004').length === 1);
     await g.sendTelegram(topicUpdate(-1004, 51, '/stop', 8));
-    await until(() => g.telegram!.sent.some((s) => s.text === 'Stopped.') && model!.streams.abandoned === 1);
+    await until(() => g.telegram!.sent.some((s) => s.text === STOPPED) && model!.streams.abandoned === 1);
     release();
     expect(g.telegram!.edits).toEqual([]);
-    expect(g.telegram!.messagesIn('-1004').map((m) => m.text)).toEqual(['A long enough first part, ', 'Stopped.']);
+    expect(g.telegram!.messagesIn('-1004').map((m) => m.text)).toEqual(['A long enough first part, ', STOPPED]);
   });
 });
 
@@ -201,12 +204,12 @@ describe('live answers on Slack', () => {
     await Promise.all([g.sendSlack(event('CA', 1, 'from A')), g.sendSlack(event('CB', 2, 'from B'))]);
     await until(() => g.slack!.messagesIn('CA').length === 1 && g.slack!.messagesIn('CB').length === 1);
     await g.sendSlack(event('CA', 3, '/stop'));
-    await until(() => g.slack!.messagesIn('CA').some((m) => m.text === 'Stopped.') && model!.streams.abandoned === 1);
+    await until(() => g.slack!.messagesIn('CA').some((m) => m.text === STOPPED) && model!.streams.abandoned === 1);
     release();
     await until(() => g.slack!.messagesIn('CB').some((m) => m.text === 'B: the first part of it, B: the end.') && g.running.gateway.outbox.stats().delivered === 2);
     expect(g.slack!.messagesIn('CA').map((m) => [m.threadTs, m.text])).toEqual([
       ['1700000000.000001', 'A: the first part of it, '],
-      ['1700000000.000001', 'Stopped.'],
+      ['1700000000.000001', STOPPED],
     ]);
     expect(g.slack!.messagesIn('CB').map((m) => [m.threadTs, m.text])).toEqual([['1700000000.000002', 'B: the first part of it, B: the end.']]);
     for (const update of g.slack!.updates) expect(update.text.startsWith(update.channel === 'CA' ? 'A:' : 'B:')).toBe(true);

@@ -3,6 +3,9 @@ import { FakeOpenAI, type FakeChatRequest } from '../../src/testing/fake-openai.
 import type { TestGateway } from '../../src/testing/index.js';
 import { until, useTestGateways } from '../helpers/gateway.js';
 
+/** The gateway's answer to /stop in a chat with nothing else running. */
+const STOPPED = 'Stopped the turn this chat was running, if there was one. Nothing else runs here.';
+
 const startTestGateway = useTestGateways();
 let model: FakeOpenAI | undefined;
 afterEach(async () => {
@@ -114,7 +117,7 @@ describe('streamed answers on Telegram', () => {
     await until(() => g.telegram!.sent.length === 1 && model!.streams.abandoned === 1);
     never.open();
     // The gateway's own /stop answer is the only message; the model's answer never came.
-    expect(g.telegram!.sent.map((s) => s.text)).toEqual(['Stopped.']);
+    expect(g.telegram!.sent.map((s) => s.text)).toEqual([STOPPED]);
     expect(g.telegram!.drafts.map((d) => d.text)).toEqual(['one ']);
     expect(model.streams.finished).toBe(0);
   });
