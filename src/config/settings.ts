@@ -833,7 +833,7 @@ export const SETTINGS = {
     default: 60_000,
     min: 1_000,
     max: 600_000,
-    description: 'one model request may take this long',
+    description: 'one model request, its streamed answer included, may take this long',
   },
   THREADLINE_LLM_MAX_TOOL_ROUNDS: {
     kind: 'integer',

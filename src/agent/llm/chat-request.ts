@@ -1,5 +1,5 @@
 import { SpanKind, type Attributes } from '@opentelemetry/api';
-import { APIUserAbortError } from 'openai';
+import { APIConnectionTimeoutError, APIUserAbortError } from 'openai';
 import type OpenAI from 'openai';
 import { ThreadlineError } from '../../errors.js';
 import { recordFailure } from '../../session/index.js';
@@ -48,17 +48,23 @@ export function requestChat(
     'server.port': server.port,
   };
   return tracer.startActiveSpan(`chat ${params.model}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+    // The client's own timeout ends at the response's headers, which a stream sends at once: this
+    // one bounds the whole answer, so a model that stalls mid-stream cannot hold its chat.
+    const deadline = AbortSignal.timeout(failure.timeoutMs);
     try {
-      const stream = client.chat.completions.stream({ ...params, stream: true, stream_options: { include_usage: true } }, { signal });
+      const stream = client.chat.completions.stream({ ...params, stream: true, stream_options: { include_usage: true } }, { signal: AbortSignal.any([signal, deadline]) });
       if (onText !== undefined) {
         stream.on('content', (_delta, snapshot) => {
           // Nothing shown after a stop, even from a piece already received.
           if (!signal.aborted) onText(snapshot);
         });
       }
-      const completion = (await stream.finalChatCompletion()) as ChatCompletion;
+      const completion = (await stream.finalChatCompletion().catch((error: unknown) => {
+        throw deadline.aborted && !signal.aborted ? new APIConnectionTimeoutError() : error;
+      })) as ChatCompletion;
       // The stream helper ends quietly on some aborts; a stopped request is never an answer.
       if (signal.aborted) throw new APIUserAbortError();
+      if (deadline.aborted) throw new APIConnectionTimeoutError();
       span.setAttributes(responseAttributes(completion));
       if (completion.choices?.[0]?.message === undefined) {
         throw new ThreadlineError('TL_LLM_FAILED', 'The model endpoint answered without a message (no choices); is THREADLINE_LLM_BASE_URL a Chat Completions API?');

@@ -21,6 +21,18 @@ function gate(): { wait: Promise<void>; open(): void } {
 }
 
 describe('LlmAgent streaming', () => {
+  it('fails the turn with a timeout when the model stalls mid-stream past THREADLINE_LLM_TIMEOUT_MS', async () => {
+    const never = gate();
+    model = await FakeOpenAI.start(() =>
+      FakeOpenAI.streamed(FakeOpenAI.text('one two'), { pieces: ['one ', 'two'], before: (index) => (index === 1 ? never.wait : undefined) }),
+    );
+    const run = startTurn(llmAgent(llmConfig(model.baseUrl, { timeoutMs: 300 }), []), CHAT_A, 'count');
+    const error = await run.done.then(() => undefined, (failure: unknown) => failure);
+    expect(error).toMatchObject({ code: 'TL_LLM_FAILED', message: expect.stringMatching(/did not answer within 300 ms \(THREADLINE_LLM_TIMEOUT_MS\)/) });
+    expect(run.progress).toEqual(['one ']);
+    never.open();
+  });
+
   it('asks for a stream, shows the answer as it is written, and replies the final text once', async () => {
     model = await FakeOpenAI.start(() => FakeOpenAI.streamed(FakeOpenAI.text('one two three'), { pieces: ['one ', 'two ', 'three'] }));
     const run = startTurn(llmAgent(llmConfig(model.baseUrl), []), CHAT_A, 'count');
