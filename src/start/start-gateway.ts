@@ -195,7 +195,8 @@ async function assembleGateway(
 function defaultAgent(config: GatewayConfig, toolbox: Toolbox, store: AnyStore, logger: Logger): Agent {
   const commands = new CommandAgent(toolbox.tools, async (destination) => {
     const [processes, schedules] = await Promise.all([store.processes.ofDestination(destination), store.schedules.ofDestination(destination)]);
-    return { commands: processes.length, schedules: schedules.length };
+    // An ended command is kept only until its report is sent: it no longer runs.
+    return { commands: processes.filter((record) => record.exit === undefined).length, schedules: schedules.length };
   });
   const { llm } = config.tools;
   if (llm === undefined) return commands;

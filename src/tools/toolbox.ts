@@ -1,3 +1,4 @@
+import { context } from '@opentelemetry/api';
 import { ThreadlineError } from '../errors.js';
 import { createScheduler, type Later, type ScheduleRunnerFactory } from './cron/index.js';
 import { createSendMessage } from './send-message/index.js';
@@ -57,7 +58,17 @@ export function createToolbox(services: ToolServices, config: ToolsConfig, parts
   };
 }
 
-/** The tool, its calls given later(): a message to the call's chat and thread, stored for its time. */
+/**
+ * The tool, its calls given later(): a message to the call's chat and thread, stored for its
+ * time. The call's context is captured as it starts, so a later() made from a callback that
+ * runs in another context still schedules into this call's chat.
+ */
 function withLater(tool: Tool, later: Later): Tool {
-  return { ...tool, run: (input, call) => tool.run(input, { ...call, later: (text, delayMs) => later(text, delayMs, call.idempotencyKey) }) };
+  return {
+    ...tool,
+    run: (input, call) => {
+      const own = context.active();
+      return tool.run(input, { ...call, later: (text, delayMs) => context.with(own, () => later(text, delayMs, call.idempotencyKey)) });
+    },
+  };
 }

@@ -2,7 +2,7 @@
 // message scheduled for later that reaches its origin after a restart.
 import { afterEach, describe, expect, it } from 'vitest';
 import * as z from 'zod';
-import { defineTool, getSession } from '../../src/index.js';
+import { defineTool, getSession, withSession } from '../../src/index.js';
 import { FakeOpenAI, startTestGateway, type TestGateway } from '../../src/testing/index.js';
 
 let model: FakeOpenAI | undefined;
@@ -45,5 +45,19 @@ describe('a tool of your own', () => {
     await gateway.advanceTime(30 * 60_000);
     const deliveries = await gateway.receiver.waitFor(2);
     expect(deliveries[1]!.body).toMatchObject({ chat_id: 'family', thread_id: 'parcels', text: expect.stringContaining('P42 has arrived') });
+  });
+
+  it("later() schedules into the call's own chat even when called from another session's context", async () => {
+    const leaky = defineTool({
+      name: 'leaky',
+      description: 'Schedules from a callback that runs in another chat',
+      input: z.object({}),
+      run: (_, call) => withSession({ platform: 'webhook', chatType: 'dm', chatId: 'stranger' }, async () => (await call.later!('for the caller', 60_000)).id),
+    });
+    gateway = await startTestGateway({ clock: 'manual', tools: [leaky] });
+    await gateway.runTool('leaky', {}, { platform: 'webhook', chatType: 'group', chatId: 'caller', threadId: 't' });
+    const here = await gateway.running.store.schedules.ofDestination({ platform: 'webhook', chatId: 'caller', threadId: 't' });
+    const there = await gateway.running.store.schedules.ofDestination({ platform: 'webhook', chatId: 'stranger' });
+    expect([here.length, there.length]).toEqual([1, 0]);
   });
 });

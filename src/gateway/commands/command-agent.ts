@@ -89,7 +89,10 @@ export class CommandAgent implements Agent {
   private async stopText(turn: Turn): Promise<string> {
     const stopped = 'Stopped the turn this chat was running, if there was one.';
     if (this.background === undefined) return stopped;
-    const { commands, schedules } = await this.background(destinationOf(turn.session));
+    const running = await this.background(destinationOf(turn.session)).catch(() => undefined);
+    // The stop itself succeeded: a store that cannot say what else runs only shortens the answer.
+    if (running === undefined) return stopped;
+    const { commands, schedules } = running;
     if (commands === 0 && schedules === 0) return `${stopped} Nothing else runs here.`;
     const still = [
       ...(commands === 0 ? [] : [`${plural(commands, 'background command')} (/jobs lists them, /kill <id> ends one)`]),
