@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { SpanStatusCode, context, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { Admins, refusalText, type AdminRefusal, type Sender } from './commands/admins.js';
@@ -85,8 +86,9 @@ export class TurnRunner {
         senderIsAdmin: this.refusal(job.session) === undefined,
         signal,
         reply: async (text, options) => {
-          // Deterministic: a turn replayed after a crash does not send its replies twice.
-          const id = `${job.id}/${++replies}`;
+          // Deterministic: a turn replayed after a crash does not send a reply twice, and a
+          // replay whose model says something else at the same place still says it.
+          const id = `${job.id}/${++replies}-${createHash('sha256').update(text).digest('base64url').slice(0, 10)}`;
           // The live message of this answer, if one was posted, becomes the answer.
           const replaces = await presence.replying();
           const deliver = () =>

@@ -36,4 +36,27 @@ describe('a turn run again after it was cut short', () => {
     expect(await g.running.store.schedules.ofDestination({ platform: 'webhook', chatId: 'team' })).toHaveLength(1);
     await g.runTool('kill_process', { id: processes[0]!.id }, { platform: 'webhook', chatType: 'dm', chatId: 'ops' });
   });
+
+  it('sends a replayed turn\'s answer that differs from what its first run said at that place', async () => {
+    let runs = 0;
+    const g = await start({
+      env: { THREADLINE_SHUTDOWN_TIMEOUT_MS: '200' },
+      agent: {
+        async handle(turn) {
+          // The first run says something, then is cut short; the replay's model answers outright.
+          if (++runs === 1) {
+            await turn.reply('Let me look…');
+            await new Promise((resolve) => turn.signal.addEventListener('abort', resolve, { once: true }));
+            return;
+          }
+          await turn.reply('Here it is.');
+        },
+      },
+    });
+    await g.send({ chat_id: 'ops', text: 'where is it?' });
+    await g.receiver.waitFor(1);
+    await g.restart();
+    const texts = (await g.receiver.waitFor(2)).map((delivery) => delivery.body.text);
+    expect(texts).toEqual(['Let me look…', 'Here it is.']);
+  });
 });
