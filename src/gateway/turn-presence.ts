@@ -124,7 +124,7 @@ export class TurnPresence {
 
   private typeOnce(): void {
     if (this.closed) return;
-    this.platform!.typing!(this.target, this.controller.signal).catch((error: unknown) => {
+    attempt(() => this.platform!.typing!(this.target, this.controller.signal)).catch((error: unknown) => {
       this.logger.debug({ err: messageOf(error), platform: this.platform!.name }, 'typing indicator not sent');
     });
   }
@@ -170,7 +170,7 @@ export class TurnPresence {
     let call: Promise<void>;
     if (mode === 'draft') {
       if (this.draftId === 0) this.draftId = nextDraftId();
-      call = platform.draft!(this.target, this.draftId, text, signal).then((shown) => {
+      call = attempt(() => platform.draft!(this.target, this.draftId, text, signal)).then((shown) => {
         if (shown) this.shown = text;
         else {
           // No draft here (and no call made): a live message may start at once.
@@ -179,7 +179,7 @@ export class TurnPresence {
         }
       });
     } else if (this.liveId === undefined) {
-      call = platform.postLive!(this.target, text, signal).then(
+      call = attempt(() => platform.postLive!(this.target, text, signal)).then(
         (id) => {
           this.liveId = id;
           this.shown = text;
@@ -191,7 +191,7 @@ export class TurnPresence {
         },
       );
     } else {
-      call = platform.editLive!(this.target, this.liveId, text, signal).then(() => {
+      call = attempt(() => platform.editLive!(this.target, this.liveId!, text, signal)).then(() => {
         this.shown = text;
       });
     }
@@ -212,5 +212,14 @@ export class TurnPresence {
         this.inFlight = undefined;
         this.schedule();
       });
+  }
+}
+
+/** A platform's call as a promise, also when it throws before returning one: a throw in a timer would end the process. */
+function attempt<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return call();
+  } catch (error) {
+    return Promise.reject(error);
   }
 }

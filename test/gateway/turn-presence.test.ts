@@ -48,6 +48,29 @@ afterEach(() => {
 });
 
 describe('TurnPresence', () => {
+  it('takes a platform call that throws before it returns a promise as a failed call, in its timers too', async () => {
+    vi.useRealTimers();
+    const { platform } = recordingPlatform();
+    let typings = 0;
+    const throwing: Platform = {
+      ...platform,
+      typing: () => {
+        typings++;
+        throw new Error('typing broke');
+      },
+      postLive: () => {
+        throw new Error('posting broke');
+      },
+    };
+    const presence = new TurnPresence(throwing, TARGET, new AbortController().signal, { typingIntervalMs: 10, draftIntervalMs: 400 }, logger);
+    presence.start();
+    presence.progress('An answer long enough to go live');
+    // Repeated typing runs in a timer: a throw there would be an uncaught exception.
+    await until(() => typings >= 3);
+    expect(await presence.replying()).toBeUndefined();
+    presence.close();
+  });
+
   it('repeats typing from a clean context, never the context it was started in', async () => {
     vi.useRealTimers();
     const { platform, calls } = recordingPlatform();
