@@ -100,7 +100,7 @@ async function startBackground(deps: TerminalToolDeps, args: TerminalArgs, call:
   const existing = keyed === undefined ? undefined : await services.store.processes.get(keyed);
   // This call ran before its turn was cut short: the command was started then, not again now.
   if (existing !== undefined && existing.command === args.command && existing.origin.session.sessionId === origin.session.sessionId) {
-    return { text: `Started ${existing.id} (pid ${existing.pid}) in the background. /kill ${existing.id} ends it.` };
+    return { text: startedText(existing) };
   }
   const id = keyed !== undefined && existing === undefined ? keyed : await unusedId(services);
   const dir = processDir(services.dataDir, id);
@@ -152,11 +152,16 @@ async function startBackground(deps: TerminalToolDeps, args: TerminalArgs, call:
   // Listening before the go: even a command that ends at once is reported.
   deps.watchers.watchLive(record, wrapper.child);
   wrapper.run();
+  return { text: startedText(record) };
+}
+
+/** What a started command is answered with: the same words when its turn runs again, so the reply is sent once. */
+function startedText(record: ProcessRecord): string {
   const reports = [
     record.notifyOnComplete ? 'its end will be reported here' : '',
-    checkIntervalMs === undefined ? '' : `progress every ${formatDuration(checkIntervalMs)}`,
+    record.checkIntervalMs === undefined ? '' : `progress every ${formatDuration(record.checkIntervalMs)}`,
   ].filter((part) => part !== '');
-  return { text: `Started ${id} (pid ${wrapper.pid}) in the background${reports.length > 0 ? `; ${reports.join(', ')}` : ''}. /kill ${id} ends it.` };
+  return `Started ${record.id} (pid ${record.pid}) in the background${reports.length > 0 ? `; ${reports.join(', ')}` : ''}. /kill ${record.id} ends it.`;
 }
 
 /** check_interval in ms, or TL_TOOL_INPUT saying the allowed range. */
