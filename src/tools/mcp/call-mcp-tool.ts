@@ -39,9 +39,9 @@ export function callMcpTool(connection: McpConnection, tool: string, args: Recor
         timeout: timeoutMs,
       })) as CallToolResult;
       if (result.isError === true) {
-        throw new ThreadlineError('TL_TOOL_FAILED', `${tool} on MCP server "${connection.server}" failed: ${bounded(textOf(result)) || 'no detail given'}`);
+        throw new ThreadlineError('TL_TOOL_FAILED', `${tool} on MCP server "${connection.server}" failed: ${bounded(connection.redact(textOf(result))) || 'no detail given'}`);
       }
-      return textOf(result);
+      return connection.redact(textOf(result));
     } catch (error) {
       const failure = toolError(error, connection, tool, timeoutMs, call.signal);
       recordFailure(span, failure);
@@ -104,9 +104,9 @@ function toolError(error: unknown, connection: McpConnection, tool: string, time
     return new ThreadlineError('TL_TOOL_FAILED', `${on} gave no answer within ${timeoutMs} ms (THREADLINE_MCP_TIMEOUT_MS)`, { cause: error });
   }
   if (isUnreachable(error)) {
-    return new ThreadlineError('TL_TOOL_UNAVAILABLE', `MCP server "${connection.server}" cannot be reached, so ${tool} cannot run: ${bounded(messageOf(error))}`, { cause: error });
+    return new ThreadlineError('TL_TOOL_UNAVAILABLE', `MCP server "${connection.server}" cannot be reached, so ${tool} cannot run: ${bounded(connection.redact(messageOf(error)))}`, { cause: error });
   }
-  return new ThreadlineError('TL_TOOL_FAILED', `${on} failed: ${bounded(messageOf(error))}`, { cause: error });
+  return new ThreadlineError('TL_TOOL_FAILED', `${on} failed: ${bounded(connection.redact(messageOf(error)))}`, { cause: error });
 }
 
 /** The connection is gone (a stdio server that exited, an HTTP server refusing or failing), not the call refused. */

@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import type { Tool } from '../tool.js';
 import { ThreadlineError, messageOf } from '../../errors.js';
-import { redactText } from '../../text/redact-secrets.js';
 import { connectMcpServer, type McpConnection } from './mcp-connection.js';
 import type { McpServers } from './mcp-servers-config.js';
 import { mcpTools } from './mcp-tools.js';
@@ -54,6 +53,6 @@ async function listedTools(connection: McpConnection, options: Parameters<typeof
   try {
     return await mcpTools(connection, options);
   } catch (error) {
-    throw new ThreadlineError('TL_CONFIG_INVALID', `MCP server "${connection.server}" did not list its tools: ${redactText(messageOf(error)).slice(0, 300)}`, { cause: error });
+    throw new ThreadlineError('TL_CONFIG_INVALID', `MCP server "${connection.server}" did not list its tools: ${connection.redact(messageOf(error)).slice(0, 300)}`, { cause: error });
   }
 }

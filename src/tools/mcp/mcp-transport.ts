@@ -3,14 +3,13 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Logger } from 'pino';
-import { redactText } from '../../text/redact-secrets.js';
 import type { StdioMcpServer } from './mcp-servers-config.js';
 import { mcpFetch } from './mcp-fetch.js';
 
 const STDERR_LINE_CHARS = 500;
 
 /** A child process on stdio, given only its configured environment. */
-export function stdioTransport(server: string, config: StdioMcpServer, logger: Logger): StdioClientTransport {
+export function stdioTransport(server: string, config: StdioMcpServer, logger: Logger, redact: (text: string) => string): StdioClientTransport {
   // env: the SDK adds its defaults (HOME, PATH, ...) under these, never the gateway's own variables.
   const transport = new StdioClientTransport({
     command: config.command,
@@ -20,7 +19,7 @@ export function stdioTransport(server: string, config: StdioMcpServer, logger: L
     stderr: 'pipe',
   });
   // Drained, or a chatty server blocks on a full pipe; at debug, as the server's own words.
-  transport.stderr?.on('data', (chunk: Buffer) => logger.debug({ mcpServer: server }, redactText(chunk.toString('utf8')).slice(0, STDERR_LINE_CHARS)));
+  transport.stderr?.on('data', (chunk: Buffer) => logger.debug({ mcpServer: server }, redact(chunk.toString('utf8')).slice(0, STDERR_LINE_CHARS)));
   return transport;
 }
 

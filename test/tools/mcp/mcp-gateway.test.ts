@@ -117,6 +117,17 @@ describe('MCP servers as tool sources', () => {
     expect(call!.attributes['error.type']).toBe('TL_TOOL_FAILED');
   });
 
+  it("a configured header value a server echoes is cut out of what the model is told and of the span", async () => {
+    const key = 'k3y-of-any-shape-7f9a2c';
+    const model = await modelCalling('remote__fail', { reason: `rejected api key ${key} for this account` });
+    const server = await mcpServer();
+    const g = await start({ llmBaseUrl: model.baseUrl, mcpServers: { remote: { url: server.url, headers: { 'x-api-key': key } } } });
+    const { text, traceId } = await ask(g);
+    expect(text).toMatch(/failed: rejected api key <redacted> for this account/);
+    const spans = await g.waitForSpans(traceId, ['tools/call fail']);
+    expect(JSON.stringify(spans.map((span) => [span.attributes, span.status, span.events]))).not.toContain(key);
+  });
+
   it('a server down at call time is TL_TOOL_UNAVAILABLE, told to the model', async () => {
     const model = await modelCalling('remote__routing', {});
     const server = await mcpServer();

@@ -18,7 +18,7 @@ function listing(server: string, pages: McpToolInfo[][]): McpConnection {
       return { tools, ...(page < pages.length ? { nextCursor: String(page) } : {}) };
     },
   };
-  return { server, client: client as unknown as Client, networkTransport: 'pipe', http: undefined, protocolVersion: () => undefined, sessionId: () => undefined, close: async () => {} };
+  return { server, client: client as unknown as Client, networkTransport: 'pipe', redact: (text: string) => text, http: undefined, protocolVersion: () => undefined, sessionId: () => undefined, close: async () => {} };
 }
 
 function memoryLogger(): { logger: pino.Logger; warnings: () => Record<string, unknown>[] } {
