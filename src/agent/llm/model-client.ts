@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import type { Logger } from 'pino';
 import type { LlmConfig } from '../../tools/tools-config.js';
-import { tracedFetch, type FetchFunction } from './traced-fetch.js';
+import { tracedFetch, type FetchFunction } from '../../telemetry/traced-fetch.js';
 
 /**
  * The official client for THREADLINE_LLM_BASE_URL: one retry (a turn waits on it), the

@@ -27,7 +27,7 @@ const ERROR_TEXT_CHARS = 1_000;
 /**
  * Calls `tool` on the server inside a CLIENT span `tools/call <tool>` (OTel MCP semantic
  * conventions), with the span's trace context and the allowed baggage in `params._meta`
- * (and, over HTTP, in the request's headers too: see mcpFetch). Resolves with the result's
+ * (and, over HTTP, in the request's headers too: see tracedFetch). Resolves with the result's
  * text. Throws TL_TOOL_FAILED for a result with `isError` or a refused call, and
  * TL_TOOL_UNAVAILABLE when the server cannot be reached.
  */

@@ -4,7 +4,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Logger } from 'pino';
 import type { StdioMcpServer } from './mcp-servers-config.js';
-import { mcpFetch } from './mcp-fetch.js';
+import { tracedFetch } from '../../telemetry/traced-fetch.js';
 
 const STDERR_LINE_CHARS = 500;
 
@@ -23,9 +23,9 @@ export function stdioTransport(server: string, config: StdioMcpServer, logger: L
   return transport;
 }
 
-/** Streamable HTTP, the trace context and allowed baggage added to each request by mcpFetch. */
+/** Streamable HTTP, the trace context and allowed baggage added to each request by tracedFetch. */
 export function httpTransport(url: string, headers: Readonly<Record<string, string>> | undefined): StreamableHTTPClientTransport {
-  return new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { ...headers } }, fetch: mcpFetch() });
+  return new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { ...headers } }, fetch: tracedFetch() });
 }
 
 /**

@@ -1,14 +1,14 @@
 import { context } from '@opentelemetry/api';
 import { suppressTracing } from '@opentelemetry/core';
-import { outboundHeaders } from '../../session/index.js';
+import { outboundHeaders } from '../session/index.js';
 
-/** The fetch signature the openai package calls (its `Fetch`). */
+/** The fetch signature the openai package and the MCP SDK's Streamable HTTP transport call. */
 export type FetchFunction = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
 /**
  * A fetch that adds `traceparent` and the baggage the outbound policy allows for the
- * request's host, from the context active when the request is sent: the `chat` span, inside
- * the turn's session. That span is the request's client span, so the fetch itself runs with
+ * request's host, from the context active when the request is sent: the caller's client span
+ * (a model's `chat`, an MCP `tools/call`), inside the turn's session. That span is the request's client span, so the fetch itself runs with
  * tracing suppressed: the undici instrumentation would otherwise add a second span and
  * append a second traceparent and baggage. The openai package hands its headers over as a
  * Headers object in `init.headers`; they are copied, and the trace headers set over any of

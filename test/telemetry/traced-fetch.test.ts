@@ -1,10 +1,10 @@
 import { context, trace } from '@opentelemetry/api';
 import { isTracingSuppressed } from '@opentelemetry/core';
 import { describe, expect, it } from 'vitest';
-import { tracedFetch } from '../../../src/agent/llm/traced-fetch.js';
-import { withSession } from '../../../src/session/index.js';
-import { installTestTelemetry } from '../../../src/testing/test-telemetry.js';
-import { CHAT_A } from './fixtures.js';
+import { tracedFetch } from '../../src/telemetry/traced-fetch.js';
+import { withSession } from '../../src/session/index.js';
+import { installTestTelemetry } from '../../src/testing/test-telemetry.js';
+import { CHAT_A } from '../agent/llm/fixtures.js';
 
 installTestTelemetry();
 
