@@ -1,5 +1,6 @@
 import type { Session } from '../session/index.js';
 import type { Attachment, Destination } from '../session/delivery.js';
+import type { Author } from './author.js';
 
 /** One turn: a message of a session, and what the agent may do in answer. */
 export interface Turn {
@@ -13,6 +14,13 @@ export interface Turn {
    * which tools the turn offers (offeredTools). Reading it refuses nothing; authorize() does.
    */
   readonly senderIsAdmin: boolean;
+  /** The sender as history records authors: its THREADLINE_ADMINS entry when the platform proves it. */
+  readonly author: Author;
+  /**
+   * Whether `author` (of this message or one an agent read from history) holds admin rights
+   * now, by THREADLINE_ADMINS: the model acts with the rights of everyone whose text it read.
+   */
+  isAdmin(author: Author): boolean;
   /** Aborted by /stop or shutdown; long work should watch it. */
   readonly signal: AbortSignal;
   /** Replies to the chat and thread the message came from, with a file if given (a voice note). */
@@ -40,4 +48,6 @@ export interface Turn {
 /** The seam between the gateway and whatever answers messages. */
 export interface Agent {
   handle(turn: Turn): Promise<void>;
+  /** Commands (`/confirm`) this agent answers itself; every other command goes to the gateway's. */
+  readonly commands?: ReadonlySet<string> | undefined;
 }

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { SpanStatusCode, context, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import { Admins, refusalText, type AdminRefusal, type Sender } from './commands/admins.js';
+import { unverifiedAuthor } from '../agent/author.js';
+import { Admins, adminEntry, refusalText, type AdminRefusal, type Sender } from './commands/admins.js';
 import type { Agent, Turn } from '../agent/agent.js';
 import { BackgroundWrites } from '../background-writes.js';
 import type { DeliveryRouter } from '../deliveries/router.js';
@@ -84,6 +85,8 @@ export class TurnRunner {
         messageId: job.id,
         traceId,
         senderIsAdmin: this.refusal(job.session) === undefined,
+        author: this.authorOf(job.session),
+        isAdmin: (author) => (this.options.admins ?? Admins.NOBODY).holds(author),
         signal,
         reply: async (text, options) => {
           // Deterministic: a turn replayed after a crash does not send a reply twice, and a
@@ -143,6 +146,11 @@ export class TurnRunner {
     this.options.logger.warn({ command, reason, message: turn.messageId }, 'admin command refused');
     await turn.reply(refusalText(command, sender, reason));
     return false;
+  }
+
+  /** The session's sender as history records authors: its admin entry only when the platform proves the id. */
+  private authorOf(session: Session): string {
+    return session.userId !== undefined && this.authenticating.has(session.platform) ? adminEntry(session.platform, session.userId) : unverifiedAuthor(session.platform);
   }
 
   /** Why the session's sender is no admin, or undefined when it is one. */

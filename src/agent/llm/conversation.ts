@@ -1,4 +1,5 @@
 import type { HistoryEntry } from '../../store/store.js';
+import { UNKNOWN_AUTHOR, mirroredAuthor, unionOfAuthors, type Author } from '../author.js';
 import type { ChatCompletionMessageFunctionToolCall, ChatCompletionMessageParam } from './model-types.js';
 
 /** Longest text kept of one history entry, in UTF-16 code units: bounds the store and each request. */
@@ -18,25 +19,46 @@ export function boundedText(text: string): string {
   return text.slice(0, MAX_ENTRY_CHARS - note.length) + note;
 }
 
-/** The user's message, as history keeps it. */
-export function userEntry(text: string, at: number): HistoryEntry {
-  return { role: 'user', text: boundedText(text), at };
+/** The user's message, as history keeps it, with its sender. */
+export function userEntry(text: string, at: number, author: Author): HistoryEntry {
+  return { role: 'user', text: boundedText(text), extra: JSON.stringify({ authors: [author] }), at };
 }
 
-/** An answer of the model, with the function calls it made (kept in `extra`, as JSON). */
-export function assistantEntry(text: string, toolCalls: readonly ChatCompletionMessageFunctionToolCall[], at: number): HistoryEntry {
+/**
+ * An answer of the model, with the function calls it made (kept in `extra`, as JSON), and the
+ * authors of everything the model had read when it wrote it: what it says may repeat them.
+ */
+export function assistantEntry(text: string, toolCalls: readonly ChatCompletionMessageFunctionToolCall[], at: number, authors: readonly Author[]): HistoryEntry {
   const calls: StoredToolCall[] = toolCalls.map((call) => ({ id: call.id, name: call.function.name, arguments: call.function.arguments }));
   return {
     role: 'assistant',
     text: boundedText(text),
-    ...(calls.length === 0 ? {} : { extra: JSON.stringify({ toolCalls: calls }) }),
+    extra: JSON.stringify({ authors, ...(calls.length === 0 ? {} : { toolCalls: calls }) }),
     at,
   };
 }
 
-/** What a tool call answered (a result, or `error: ...`), tied to its call by id. */
-export function toolEntry(toolCallId: string, text: string, at: number): HistoryEntry {
-  return { role: 'tool', text: boundedText(text), extra: JSON.stringify({ toolCallId }), at };
+/** What a tool call answered (a result, or `error: ...`), tied to its call by id; `more` adds to `extra`. */
+export function toolEntry(toolCallId: string, text: string, at: number, authors: readonly Author[], more: Record<string, unknown> = {}): HistoryEntry {
+  return { role: 'tool', text: boundedText(text), extra: JSON.stringify({ ...more, toolCallId, authors }), at };
+}
+
+/**
+ * Who wrote an entry, or whose text the model had read when it did: recorded at write time.
+ * Mirrored text is its source's; an entry of an older version, which recorded nobody, is
+ * UNKNOWN_AUTHOR's, who holds no rights.
+ */
+export function authorsOf(entry: HistoryEntry): Author[] {
+  if (entry.source !== undefined) return [mirroredAuthor(entry.source)];
+  const extra = parseExtra(entry.extra) as { authors?: unknown } | undefined;
+  const authors = Array.isArray(extra?.authors) ? extra.authors.filter((author): author is string => typeof author === 'string') : [];
+  return authors.length === 0 ? [UNKNOWN_AUTHOR] : unionOfAuthors(authors);
+}
+
+/** What `extra` holds besides text: a tool call's confirmation, say. Undefined when unreadable. */
+export function extraOf(entry: HistoryEntry): Record<string, unknown> | undefined {
+  const extra = parseExtra(entry.extra);
+  return typeof extra === 'object' && extra !== null && !Array.isArray(extra) ? (extra as Record<string, unknown>) : undefined;
 }
 
 /**

@@ -39,6 +39,15 @@ export class Admins {
     return new Admins(false, new Set(items.map(entryOf)));
   }
 
+  /**
+   * Whether a recorded author (src/agent/author.ts) holds admin rights now. A `~` marker (text
+   * sent in from elsewhere, of unknown author) names no admin; with `*`, every sender does.
+   */
+  holds(author: string): boolean {
+    if (this.everyone) return author.startsWith('~unverified:') || !author.startsWith('~');
+    return this.entries.has(author);
+  }
+
   /** Why `sender` may not run admin commands, or undefined when it may. */
   refusal(sender: Sender): AdminRefusal | undefined {
     if (this.everyone) return undefined;

@@ -29,7 +29,7 @@ export function startTurn(
   agent: Agent,
   session: SessionInput,
   text: string,
-  options: { readonly admin?: boolean; readonly signal?: AbortSignal } = {},
+  options: { readonly admin?: boolean; readonly signal?: AbortSignal; readonly author?: string; readonly admins?: readonly string[] } = {},
 ): TurnRun {
   const replies: RecordedReply[] = [];
   const progress: string[] = [];
@@ -44,6 +44,9 @@ export function startTurn(
         messageId: 'm-1',
         traceId,
         senderIsAdmin: options.admin ?? false,
+        author: options.author ?? (options.admin === true ? 'test:admin' : 'test:user'),
+        // Admins: those named, else this turn's sender when it is one.
+        isAdmin: (author) => (options.admins ?? (options.admin === true ? [options.author ?? 'test:admin'] : [])).includes(author),
         signal: options.signal ?? new AbortController().signal,
         reply: async (replyText, replyOptions) => {
           replies.push({ text: replyText, attachment: replyOptions?.attachment });
