@@ -126,7 +126,8 @@ export const SETTINGS = {
     personal: true,
     defaultText: 'unset (nobody)',
     format: '`*`, or comma-separated `platform:user_id` (`:` in an id written `%3A`)',
-    description: 'who may run admin commands (`/sethome`), e.g. `telegram:42,slack:U123,webhook:alice`',
+    description:
+      'who may run admin commands and admin-only tools, e.g. `telegram:42,slack:U123,webhook:alice`; `*` is everyone (refused beside `THREADLINE_TERMINAL=1` without `THREADLINE_WEBHOOK_TOKEN`)',
   },
 
   // Several instances on Redis

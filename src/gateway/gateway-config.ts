@@ -105,7 +105,7 @@ export function readGatewayConfig(env: NodeJS.ProcessEnv = process.env): Gateway
     },
     telegram: telegramConfig(env),
     slack: slackConfig(env),
-    admins: Admins.parse(readText(env, 'THREADLINE_ADMINS')),
+    admins: adminsOf(env),
     inboundBaggage: parseKeepBaggage(readText(env, 'THREADLINE_INBOUND_BAGGAGE')),
     concurrency: readInteger(env, 'THREADLINE_CONCURRENCY'),
     queueCapacity: readInteger(env, 'THREADLINE_QUEUE_CAPACITY'),
@@ -192,6 +192,22 @@ LOOPBACK.addAddress('::1', 'ipv6');
 function isLoopback(host: string): boolean {
   const family = isIP(host);
   return host.toLowerCase() === 'localhost' || (family !== 0 && LOOPBACK.check(host, family === 4 ? 'ipv4' : 'ipv6'));
+}
+
+/**
+ * THREADLINE_ADMINS; `*` is refused beside the terminal when the webhook takes callers without
+ * a token: every process that reaches the port would be an admin with a shell.
+ */
+function adminsOf(env: NodeJS.ProcessEnv): Admins {
+  const admins = Admins.parse(readText(env, 'THREADLINE_ADMINS'));
+  if (admins.holds('~unverified:webhook') && readFlag(env, 'THREADLINE_TERMINAL') && readText(env, 'THREADLINE_WEBHOOK_TOKEN') === undefined) {
+    throw new ConfigError(
+      'THREADLINE_ADMINS',
+      '"*" with THREADLINE_TERMINAL=1 and no THREADLINE_WEBHOOK_TOKEN would give a shell to any process that reaches the webhook port: ' +
+        'set THREADLINE_WEBHOOK_TOKEN, or list the admins (platform:user_id)',
+    );
+  }
+  return admins;
 }
 
 /**

@@ -44,6 +44,12 @@ export interface TestGatewayOptions {
   readonly tools?: readonly Tool[];
   /** MCP servers whose tools the gateway offers (GatewayParts.mcpServers), e.g. a startTestMcpServer()'s `url` or `stdio`. */
   readonly mcpServers?: GatewayParts['mcpServers'];
+  /**
+   * THREADLINE_WEBHOOK_TOKEN (`true`: TEST_SECRETS.webhookToken), which `send()` then presents
+   * unless given an authorization header: webhook senders are authenticated, so their user
+   * ids can name admins (the terminal with THREADLINE_ADMINS=* needs it).
+   */
+  readonly webhookToken?: string | true;
 }
 
 /** Secrets the test gateway's platforms are configured with. */
@@ -52,6 +58,7 @@ export const TEST_SECRETS = {
   telegramWebhookSecret: 'telegram-secret',
   slackBotToken: 'xoxb-test',
   slackSigningSecret: 'slack-signing-secret',
+  webhookToken: 'test-webhook-token-0123456789',
 } as const;
 
 export interface SendResult {
@@ -145,6 +152,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const telegram = options.telegram ? await FakeTelegram.start() : undefined;
   const slack = options.slack ? await FakeSlack.start() : undefined;
   const dataDir = mkdtempSync(join(tmpdir(), 'threadline-test-'));
+  const webhookToken = options.webhookToken === true ? TEST_SECRETS.webhookToken : options.webhookToken;
   const config = readGatewayConfig({
     ...(telegram === undefined
       ? {}
@@ -168,6 +176,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     THREADLINE_DELIVERY_BACKOFF_MS: '20',
     THREADLINE_DELIVERY_BACKOFF_MAX_MS: '200',
     ...(options.llmBaseUrl === undefined ? {} : { THREADLINE_LLM_BASE_URL: options.llmBaseUrl }),
+    ...(webhookToken === undefined ? {} : { THREADLINE_WEBHOOK_TOKEN: webhookToken }),
     ...options.env,
   });
   const clock = options.clock === 'manual' ? new ManualClock() : undefined;
@@ -217,7 +226,8 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     },
     telegram,
     slack,
-    send: (message, headers = {}) => post('/v1/messages', JSON.stringify(message), headers),
+    send: (message, headers = {}) =>
+      post('/v1/messages', JSON.stringify(message), webhookToken === undefined || 'authorization' in headers ? headers : { authorization: `Bearer ${webhookToken}`, ...headers }),
     sendTelegram: (update, secret = TEST_SECRETS.telegramWebhookSecret) =>
       post('/v1/telegram/webhook', JSON.stringify(update), { 'x-telegram-bot-api-secret-token': secret }),
     sendSlack: (body, signingSecret = TEST_SECRETS.slackSigningSecret) => {

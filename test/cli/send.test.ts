@@ -15,7 +15,7 @@ function io(env: NodeJS.ProcessEnv = {}) {
 
 describe('threadline send', () => {
   it('from a command started by /run, `origin` is the chat and thread that started it', async () => {
-    const g = await start({ env: { THREADLINE_TERMINAL: '1', THREADLINE_ADMINS: '*' } });
+    const g = await start({ webhookToken: true, env: { THREADLINE_TERMINAL: '1', THREADLINE_ADMINS: '*' } });
     await g.send({
       chat_id: 'ops',
       thread_id: 'deploys',

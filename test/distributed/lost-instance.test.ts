@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { InstanceHeartbeat } from '../../src/queue/instance-heartbeat.js';
 import { RedisKeys } from '../../src/store/redis/redis-keys.js';
-import { DeliveryReceiver, type ReceivedDelivery } from '../../src/testing/index.js';
+import { DeliveryReceiver, TEST_SECRETS, type ReceivedDelivery } from '../../src/testing/index.js';
 import { until } from '../helpers/gateway.js';
 import type { StartedGateway } from '../helpers/gateway-process.js';
 import { sharedInstanceEnv, startInstanceProcess } from '../helpers/instances.js';
@@ -100,7 +100,7 @@ describe("an instance's heartbeat in Redis", () => {
 });
 
 async function post(url: string, body: object): Promise<void> {
-  const response = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_SECRETS.webhookToken}` }, body: JSON.stringify(body) });
   await response.body?.cancel();
   expect(response.status).toBe(202);
 }
@@ -121,7 +121,7 @@ async function startInstance(name: string, env: Record<string, string>): Promise
 
 describe('two gateway processes on one Redis', () => {
   it('kill -9 of the instance running a background command: its origin chat and thread are told it was lost, once', async () => {
-    const { receiver, shared } = await sharedInstanceEnv(redis, cleanups, { THREADLINE_TERMINAL: '1', THREADLINE_ADMINS: '*', THREADLINE_INSTANCE_LEASE_MS: '1500' });
+    const { receiver, shared } = await sharedInstanceEnv(redis, cleanups, { THREADLINE_TERMINAL: '1', THREADLINE_ADMINS: '*', THREADLINE_WEBHOOK_TOKEN: TEST_SECRETS.webhookToken, THREADLINE_INSTANCE_LEASE_MS: '1500' });
     // a runs the turn, so the command runs on a's host; b sends every delivery, so it is left to tell the chat.
     const [a, b] = await Promise.all([startInstance('a', { ...shared, THREADLINE_WORKERS: 'turns' }), startInstance('b', { ...shared, THREADLINE_WORKERS: 'deliveries' })]);
     // Runs until its data dir is removed after the test.

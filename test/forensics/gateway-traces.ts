@@ -129,7 +129,7 @@ const GATEWAY_ENV = {
 export async function buildGatewayTraces(dir: string, options: { messages?: number } = {}): Promise<GatewayTraces> {
   const messages = options.messages ?? 1_000;
   const spansBefore = new Set<ReadableSpan>();
-  const g = await startTestGateway({ clock: 'manual', env: GATEWAY_ENV, agent: leakyAgent });
+  const g = await startTestGateway({ clock: 'manual', webhookToken: true, env: GATEWAY_ENV, agent: leakyAgent });
   leakRouter = g.running.gateway.router;
   // The process keeps every test gateway's spans: only those from here on are this fixture's.
   for (const span of g.telemetry.spans()) spansBefore.add(span);
@@ -246,7 +246,7 @@ async function sendFromOutside(g: TestGateway): Promise<void> {
 
 /** A second gateway, strict: the same leak is refused. Returns the refused delivery and its trace. */
 async function strictGatewayRefuses(): Promise<GatewayTraces['refused']> {
-  const g = await startTestGateway({ clock: 'manual', env: { ...GATEWAY_ENV, THREADLINE_STRICT_ROUTING: '1' }, agent: leakyAgent });
+  const g = await startTestGateway({ clock: 'manual', webhookToken: true, env: { ...GATEWAY_ENV, THREADLINE_STRICT_ROUTING: '1' }, agent: leakyAgent });
   leakRouter = g.running.gateway.router;
   try {
     await sayAndWait(g, CI_CHAT, WRONG_THREAD, 'starting build 42 again');

@@ -38,7 +38,7 @@ describe('commands through the webhook', () => {
   });
 
   it('/run reports the end to the chat and thread that started it, as a new trace linked to the message, with execute_tool under agent.turn', async () => {
-    const g = await start({ env: ADMIN_TERMINAL });
+    const g = await start({ webhookToken: true, env: ADMIN_TERMINAL });
     const answer = await g.send({ chat_id: 'ops', thread_id: 'deploys', chat_type: 'group', text: '/run echo built-it' });
     const [ack, done] = await g.receiver.waitFor(2);
     expect(ack!.body).toMatchObject({ kind: 'reply', chat_id: 'ops', thread_id: 'deploys' });
@@ -57,7 +57,7 @@ describe('commands through the webhook', () => {
   });
 
   it('/jobs lists this chat\'s commands and /kill stops one; another chat cannot', async () => {
-    const g = await start({ env: ADMIN_TERMINAL });
+    const g = await start({ webhookToken: true, env: ADMIN_TERMINAL });
     const started = await reply(g, '/run sleep 600');
     const id = /\b(p[0-9a-z]+)\b/.exec(started)?.[1];
     expect(id, started).toBeDefined();
@@ -69,7 +69,7 @@ describe('commands through the webhook', () => {
   });
 
   it('/run --every reports progress on the clock until the command ends; an absurd interval is refused', async () => {
-    const g = await start({ env: ADMIN_TERMINAL, clock: 'manual' });
+    const g = await start({ webhookToken: true, env: ADMIN_TERMINAL, clock: 'manual' });
     expect(await reply(g, '/run --every 1 sleep 600')).toMatch(/30/);
     const started = await reply(g, '/run --every 30 sleep 600');
     const id = /\b(p[0-9a-z]+)\b/.exec(started)![1]!;
@@ -186,7 +186,7 @@ describe('the LLM agent through the gateway', () => {
       return FakeOpenAI.toolCalls([{ name: 'terminal', arguments: { command: 'echo model-made-this', background: true, notify_on_complete: true } }]);
     });
     try {
-      const g = await start({ env: ADMIN_TERMINAL, llmBaseUrl: model.baseUrl });
+      const g = await start({ webhookToken: true, env: ADMIN_TERMINAL, llmBaseUrl: model.baseUrl });
       const answer = await g.send({ chat_id: 'ops', thread_id: 'thread-b', chat_type: 'group', text: 'please build it' });
       const deliveries = await g.receiver.waitFor(2);
       const notification = deliveries.find((d) => d.body.kind === 'notification')!;

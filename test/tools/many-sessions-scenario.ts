@@ -33,6 +33,7 @@ export async function runManySessions(sessions: number, options: Pick<TestGatewa
   const g: TestGateway = await startTestGateway({
     ...options,
     clock: 'manual',
+    webhookToken: true,
     env: {
       // Lenient: the scenario proves the routing itself; strict routing would refuse some of a
       // naive routing's misroutes instead of letting them show.

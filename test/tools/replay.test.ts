@@ -10,6 +10,7 @@ describe('a turn run again after it was cut short', () => {
     let runs = 0;
     const g = await start({
       clock: 'manual',
+      webhookToken: true,
       env: { THREADLINE_TERMINAL: '1', THREADLINE_ADMINS: '*', THREADLINE_SHUTDOWN_TIMEOUT_MS: '200' },
       agent: (toolbox): Agent => {
         const commands = new CommandAgent(toolbox.tools);

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DeliveryReceiver, type ReceivedDelivery } from '../../src/testing/index.js';
+import { DeliveryReceiver, TEST_SECRETS, type ReceivedDelivery } from '../../src/testing/index.js';
 import { until } from '../helpers/gateway.js';
 import { startGatewayProcess, type StartedGateway } from '../helpers/gateway-process.js';
 import { readOtlpSpans, type OtlpSpan } from '../helpers/otlp-file.js';
@@ -17,7 +17,7 @@ function startProcess(env: Record<string, string>): Promise<StartedGateway> {
 }
 
 async function post(url: string, body: object): Promise<{ status: number; traceId: string }> {
-  const response = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_SECRETS.webhookToken}` }, body: JSON.stringify(body) });
   const answer = (await response.json()) as { trace_id?: string };
   return { status: response.status, traceId: answer.trace_id ?? '' };
 }
@@ -43,6 +43,7 @@ describe('background work across a kill -9', () => {
       THREADLINE_WEBHOOK_DELIVERY_URL: receiver.url,
       THREADLINE_TERMINAL: '1',
       THREADLINE_ADMINS: '*',
+      THREADLINE_WEBHOOK_TOKEN: TEST_SECRETS.webhookToken,
       OTEL_TRACES_EXPORTER: 'file',
     };
     const first = await startProcess(env);

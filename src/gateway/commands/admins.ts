@@ -68,7 +68,7 @@ export function adminEntry(platform: string, userId: string): string {
 export function refusalText(command: string, sender: Sender, reason: AdminRefusal): string {
   switch (reason) {
     case 'no-user':
-      return `${command} is for admins, and this message names no user.`;
+      return `${command} is for admins, and this message names no user (an anonymous group admin or a channel posts as nobody: post as yourself).`;
     case 'unauthenticated':
       return `${command} is for admins, and this ${sender.platform} message was not authenticated, so its user id counts for nobody.`;
     case 'no-admins':

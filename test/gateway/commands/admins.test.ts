@@ -35,6 +35,16 @@ describe('THREADLINE_ADMINS', () => {
     expect(admins.refusal(sender('telegram', undefined))).toBeUndefined();
   });
 
+  it('refuses * beside the terminal while the webhook takes callers without a token: a shell for any local process', () => {
+    const error = thrownBy(() => readGatewayConfig({ THREADLINE_ADMINS: '*', THREADLINE_TERMINAL: '1' }));
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).variable).toBe('THREADLINE_ADMINS');
+    expect((error as ConfigError).message).toMatch(/THREADLINE_WEBHOOK_TOKEN/);
+    expect(readGatewayConfig({ THREADLINE_ADMINS: '*', THREADLINE_TERMINAL: '1', THREADLINE_WEBHOOK_TOKEN: 'a-long-random-token' }).admins.holds('webhook:x')).toBe(true);
+    expect(readGatewayConfig({ THREADLINE_ADMINS: 'webhook:alice', THREADLINE_TERMINAL: '1' }).admins.holds('webhook:alice')).toBe(true);
+    expect(readGatewayConfig({ THREADLINE_ADMINS: '*' }).admins.holds('webhook:x')).toBe(true);
+  });
+
   it('unset or empty is nobody', () => {
     for (const env of [{}, { THREADLINE_ADMINS: '' }, { THREADLINE_ADMINS: ' , ' }]) {
       expect(readGatewayConfig(env).admins.refusal(sender('telegram', '42'))).toBe('no-admins');
@@ -196,7 +206,7 @@ describe('webhook user_id without THREADLINE_WEBHOOK_TOKEN', () => {
   it('is refused, not ignored, when the message names no user', async () => {
     const g = await startTestGateway({ env: { THREADLINE_ADMINS: 'webhook:alice', THREADLINE_WEBHOOK_TOKEN: WEBHOOK_TOKEN } });
     await g.send({ chat_id: 'room', text: '/sethome' }, { authorization: `Bearer ${WEBHOOK_TOKEN}` });
-    expect(await replyIn(g, webhook, 'room')).toBe('/sethome is for admins, and this message names no user.');
+    expect(await replyIn(g, webhook, 'room')).toBe('/sethome is for admins, and this message names no user (an anonymous group admin or a channel posts as nobody: post as yourself).');
   });
 });
 

@@ -91,7 +91,7 @@ describe('CommandAgent through the gateway', () => {
   });
 
   it('/stop says what keeps running in the chat: its background commands and scheduled jobs', async () => {
-    gateway = await startTestGateway({ clock: 'manual', env: { THREADLINE_TERMINAL: '1', THREADLINE_ADMINS: '*' } });
+    gateway = await startTestGateway({ clock: 'manual', webhookToken: true, env: { THREADLINE_TERMINAL: '1', THREADLINE_ADMINS: '*' } });
     await gateway.send({ chat_id: 'ops', thread_id: 't', text: '/stop' });
     expect((await gateway.receiver.waitFor(1))[0]!.body.text).toBe('Stopped the turn this chat was running, if there was one. Nothing else runs here.');
     await gateway.send({ chat_id: 'ops', thread_id: 't', text: '/run sleep 30' });

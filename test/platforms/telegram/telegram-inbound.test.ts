@@ -1,0 +1,22 @@
+import { describe, expect, it } from 'vitest';
+import { telegramInbound } from '../../../src/platforms/telegram/telegram-inbound.js';
+
+const group = { id: -100123, type: 'supergroup', title: 'Team' };
+const update = (message: Record<string, unknown>) => ({ update_id: 1, message: { message_id: 7, chat: group, text: '/sethome', ...message } });
+
+describe('telegramInbound: who sent it', () => {
+  it('takes the user id of a person', () => {
+    expect(telegramInbound(update({ from: { id: 42, is_bot: false, first_name: 'Ann' } }))?.session.userId).toBe('42');
+  });
+
+  it.each([
+    ['an anonymous group admin', { from: { id: 1087968824, is_bot: true, username: 'GroupAnonymousBot' }, sender_chat: group }],
+    ['the anonymous-admin account without sender_chat', { from: { id: 1087968824, is_bot: true } }],
+    ['a channel posting in the group', { from: { id: 136817688, is_bot: true, username: 'Channel_Bot' }, sender_chat: { id: -100999, type: 'channel' } }],
+    ["a linked channel's post", { from: { id: 777000, is_bot: false, first_name: 'Telegram' } }],
+  ])('names no user for %s: every such message shares the id, so it can name no admin', (_, message) => {
+    const inbound = telegramInbound(update(message));
+    expect(inbound?.session.chatId).toBe('-100123');
+    expect(inbound?.session.userId).toBeUndefined();
+  });
+});
