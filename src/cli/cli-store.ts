@@ -7,7 +7,7 @@ import { ThreadlineError } from '../errors.js';
 import type { RedisConfig } from '../gateway/gateway-config.js';
 import { STORE_FILE } from '../store/store-file.js';
 import type { Backend } from '../start/open-backend.js';
-import type { OutboxRecords, Store } from '../store/store.js';
+import type { AnyStore, OutboxRecords, Store } from '../store/store.js';
 import type { CliIo } from './io.js';
 
 /** Opens the existing store (never creates one), runs `use`, closes it; failures exit 1. */
@@ -33,6 +33,14 @@ export async function withOutbox<T>(dataDir: string | undefined, io: CliIo, use:
   const redis = orFail(io, () => readRedisConfig(io.env));
   if (redis === undefined) return withStore(dataDir, io, (store) => use(store.outbox));
   return withBackend(io, resolve(dataDir ?? readText(io.env, 'THREADLINE_DATA_DIR')), redis, (backend) => use(backend.store.outbox));
+}
+
+/** Runs `use` on the store the gateway keeps its state in: the shared one on Redis when THREADLINE_REDIS_URL is set, else the data dir's. */
+export async function withGatewayStore<T>(dataDir: string | undefined, io: CliIo, use: (store: AnyStore) => Promise<T>): Promise<T> {
+  const { readRedisConfig } = await import('../gateway/gateway-config.js');
+  const redis = orFail(io, () => readRedisConfig(io.env));
+  if (redis === undefined) return withStore(dataDir, io, use);
+  return withBackend(io, resolve(dataDir ?? readText(io.env, 'THREADLINE_DATA_DIR')), redis, (backend) => use(backend.store));
 }
 
 /** Opens the backend as the gateway does (openBackend), runs `use`, closes it; failures exit 1. */

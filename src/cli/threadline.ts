@@ -2,7 +2,7 @@
 /**
  * The `threadline` command: `start` (the default) runs the gateway, `config` shows its
  * settings, `doctor` checks what start-up needs, `deliveries` inspects and retries its outbox,
- * `send` sends through it from a script, `misroutes` and `trace` read its traces back.
+ * `send` sends through it from a script, `schedules` lists and removes jobs across chats, `misroutes` and `trace` read its traces back.
  * Exit codes: 0 done, 1 failed (invalid setting, failed check, not found, no store; for
  * misroutes: problems found), 2 bad usage (and an unreadable trace store).
  */
@@ -15,6 +15,7 @@ import { registerConfig } from './config.js';
 import { registerDeliveries } from './deliveries.js';
 import { registerDoctor, type DoctorOptions } from './doctor.js';
 import { registerMisroutes } from './misroutes.js';
+import { registerSchedules } from './schedules.js';
 import { registerSend } from './send.js';
 import { registerTrace } from './trace.js';
 import type { CliIo } from './io.js';
@@ -41,6 +42,7 @@ function buildProgram(io: CliIo, doctor: DoctorOptions = {}): Command {
   registerDoctor(program, io, doctor);
   registerDeliveries(program, io);
   registerSend(program, io);
+  registerSchedules(program, io);
   registerMisroutes(program, io);
   registerTrace(program, io);
   return program;

@@ -738,7 +738,15 @@ export const SETTINGS = {
     default: 25,
     min: 1,
     max: 100_000,
-    description: 'reminders and cron jobs one chat and thread may have scheduled',
+    description: 'reminders one chat may have scheduled, across its threads (jobs admins schedule with `/cron` or `schedule` are not capped per chat)',
+  },
+  THREADLINE_CRON_MAX_PER_USER: {
+    kind: 'integer',
+    group: 'tools',
+    default: 10,
+    min: 1,
+    max: 100_000,
+    description: 'reminders one user may have scheduled, across chats',
   },
   THREADLINE_CRON_MAX_TOTAL: {
     kind: 'integer',
@@ -747,6 +755,14 @@ export const SETTINGS = {
     min: 1,
     max: 1_000_000,
     description: 'reminders and cron jobs the gateway may have scheduled in all',
+  },
+  THREADLINE_CRON_ADMIN_RESERVE_PERCENT: {
+    kind: 'integer',
+    group: 'tools',
+    default: 10,
+    min: 0,
+    max: 90,
+    description: "share of `THREADLINE_CRON_MAX_TOTAL` only admins' jobs (`/cron`, `schedule`) may fill, so users' reminders never lock admins out",
   },
   THREADLINE_SKILLS_DIR: {
     kind: 'text',

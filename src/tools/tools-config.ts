@@ -16,8 +16,13 @@ export interface TerminalConfig {
 }
 
 export interface CronConfig {
+  /** Reminders one chat may have, across its threads. */
   readonly maxPerChat: number;
+  /** Reminders one sender may have, across chats. */
+  readonly maxPerUser: number;
   readonly maxTotal: number;
+  /** Of maxTotal, the jobs only admins' (`schedule`, `/cron`) may take. */
+  readonly adminReserve: number;
 }
 
 export interface SkillsConfig {
@@ -68,10 +73,7 @@ export function readToolsConfig(env: NodeJS.ProcessEnv, dataDir: string): ToolsC
       maxPerChat: readInteger(env, 'THREADLINE_TERMINAL_MAX_PER_CHAT'),
       maxTotal: readInteger(env, 'THREADLINE_TERMINAL_MAX_TOTAL'),
     },
-    cron: {
-      maxPerChat: readInteger(env, 'THREADLINE_CRON_MAX_PER_CHAT'),
-      maxTotal: readInteger(env, 'THREADLINE_CRON_MAX_TOTAL'),
-    },
+    cron: cronConfig(env),
     skills: {
       dir: readText(env, 'THREADLINE_SKILLS_DIR') ?? join(dataDir, 'skills'),
       disabled: parseDisabledSkills(readText(env, 'THREADLINE_SKILLS_DISABLED')),
@@ -116,4 +118,15 @@ export function parseDisabledSkills(value: string | undefined): ReadonlyMap<stri
     disabled.set(match[1]!, names);
   }
   return disabled;
+}
+
+function cronConfig(env: NodeJS.ProcessEnv): CronConfig {
+  const maxTotal = readInteger(env, 'THREADLINE_CRON_MAX_TOTAL');
+  return {
+    maxPerChat: readInteger(env, 'THREADLINE_CRON_MAX_PER_CHAT'),
+    maxPerUser: readInteger(env, 'THREADLINE_CRON_MAX_PER_USER'),
+    maxTotal,
+    // Rounded down, so a gateway with a tiny cap still leaves reminders room.
+    adminReserve: Math.floor((maxTotal * readInteger(env, 'THREADLINE_CRON_ADMIN_RESERVE_PERCENT')) / 100),
+  };
 }

@@ -123,7 +123,7 @@ function makeRunner(name: string, keys: RedisKeys, outbox: SharedOutbox, options
     await runner.stop();
     for (const made of workerConnections) made.disconnect();
   });
-  const built = createScheduler(services, { maxPerChat: 100, maxTotal: 1_000 }, () => runner);
+  const built = createScheduler(services, { maxPerChat: 100, maxPerUser: 100, maxTotal: 1_000, adminReserve: 0 }, () => runner);
   const tools = new Map(built.tools.map((tool) => [tool.name, tool]));
   return {
     runner,

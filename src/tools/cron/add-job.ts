@@ -2,7 +2,8 @@ import { destinationOf } from '../../session/routing-mismatch.js';
 import { ThreadlineError } from '../../errors.js';
 import { formatTarget, type Target } from '../../session/target.js';
 import { captureRouting, requireSession } from '../../session/index.js';
-import type { ScheduleRecord } from '../../store/store.js';
+import type { ScheduleRecord, ScheduleTable } from '../../store/store.js';
+import type { Session } from '../../session/index.js';
 import type { CronConfig } from '../tools-config.js';
 import { shortIdOf } from '../call-key.js';
 import type { CronToolContext } from './cron-tool-context.js';
@@ -20,6 +21,12 @@ export interface JobSpec {
   /** Undefined: UTC. */
   readonly timezone?: string | undefined;
   readonly nextAt: number;
+  /**
+   * `admin`: asked for through an admin-only tool (`schedule`, `/cron`): counted against the
+   * gateway's whole cap only. `user` (`remind`, ToolCall.later): also against its chat's and
+   * its sender's caps, and never into the admins' reserve.
+   */
+  readonly by: 'admin' | 'user';
 }
 
 /**
@@ -64,6 +71,9 @@ async function storeJob(context: CronToolContext, spec: JobSpec, callKey?: strin
       return { record: existing, created: false };
     }
   }
+  if (spec.by === 'user') await checkOwnCaps(schedules, origin.session, config);
+  // Per chat and per user were checked above; the store checks the total in the insert's transaction.
+  const caps = { maxPerDestination: config.maxTotal, maxTotal: spec.by === 'admin' ? config.maxTotal : config.maxTotal - config.adminReserve };
   for (let attempt = 0; attempt < ID_ATTEMPTS; attempt++) {
     const id = attempt === 0 && keyed !== undefined ? keyed : newScheduleId();
     if ((await schedules.get(id)) !== undefined) continue;
@@ -78,18 +88,41 @@ async function storeJob(context: CronToolContext, spec: JobSpec, callKey?: strin
       nextAt: spec.nextAt,
       createdAt: services.clock.now(),
     };
-    const outcome = await schedules.add(record, { maxPerDestination: config.maxPerChat, maxTotal: config.maxTotal });
+    const outcome = await schedules.add(record, caps);
     if (outcome.status === 'added') return { record, created: true };
     // Another call took the same new id between the check and the insert: try another.
     if (outcome.status === 'taken') continue;
-    throw new ThreadlineError('TL_TOOL_LIMIT', limitMessage(outcome.scope, outcome.open, config));
+    throw new ThreadlineError(
+      'TL_TOOL_LIMIT',
+      spec.by === 'admin'
+        ? `The gateway has ${outcome.open} scheduled jobs, its cap (THREADLINE_CRON_MAX_TOTAL=${config.maxTotal}); ${ADMIN_REMEDY}`
+        : `The gateway has ${outcome.open} scheduled jobs, all it keeps for reminders (THREADLINE_CRON_MAX_TOTAL=${config.maxTotal} less the admins' reserve); ${USER_REMEDY}`,
+    );
   }
   throw new ThreadlineError('TL_TOOL_FAILED', `No free schedule id was found in ${ID_ATTEMPTS} tries; try again`);
 }
 
-function limitMessage(scope: 'destination' | 'total', open: number, config: CronConfig): string {
-  const remedy = 'list_schedules (/cron list) shows them and remove_schedule (/cron rm <id>) removes one';
-  return scope === 'destination'
-    ? `This chat has ${open} scheduled jobs, its cap (THREADLINE_CRON_MAX_PER_CHAT=${config.maxPerChat}); ${remedy}`
-    : `The gateway has ${open} scheduled jobs, its cap (THREADLINE_CRON_MAX_TOTAL=${config.maxTotal}); ${remedy}`;
+const ADMIN_REMEDY = 'list_schedules (/cron list) shows a chat\'s jobs and remove_schedule (/cron rm <id>) removes one; `threadline schedules list` shows all';
+const USER_REMEDY = 'list_schedules (/cron list) shows this chat\'s; one ends when it has run, or an admin can remove one';
+
+/**
+ * A reminder's own caps: its chat's (every thread of it) and its sender's (a sender the platform
+ * names no user for counts as its chat), so one user posting in many threads cannot fill the
+ * gateway. Counted over all jobs: the table is bounded by THREADLINE_CRON_MAX_TOTAL.
+ */
+async function checkOwnCaps(schedules: ScheduleTable, session: Session, config: CronConfig): Promise<void> {
+  let inChat = 0;
+  let ofUser = 0;
+  for (const job of await schedules.all()) {
+    const other = job.origin.session;
+    if (other.platform !== session.platform) continue;
+    if (other.chatId === session.chatId) inChat++;
+    if (session.userId !== undefined && other.userId === session.userId) ofUser++;
+  }
+  if (inChat >= config.maxPerChat) {
+    throw new ThreadlineError('TL_TOOL_LIMIT', `This chat has ${inChat} scheduled jobs, its cap (THREADLINE_CRON_MAX_PER_CHAT=${config.maxPerChat}); ${USER_REMEDY}`);
+  }
+  if (ofUser >= config.maxPerUser) {
+    throw new ThreadlineError('TL_TOOL_LIMIT', `You have ${ofUser} reminders scheduled, the cap a user has (THREADLINE_CRON_MAX_PER_USER=${config.maxPerUser}); ${USER_REMEDY}`);
+  }
 }

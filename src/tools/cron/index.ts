@@ -40,7 +40,7 @@ export function createScheduler(
     scheduler,
     // What remind does, for any tool: one message to the origin after a delay.
     later: async (text, delayMs, callKey) => {
-      const job = await addJob(context, { text: checkJobText(text), target: { to: 'origin' }, nextAt: services.clock.now() + checkDelayMs(delayMs) }, callKey);
+      const job = await addJob(context, { text: checkJobText(text), target: { to: 'origin' }, by: 'user', nextAt: services.clock.now() + checkDelayMs(delayMs) }, callKey);
       return { id: job.id, at: job.nextAt };
     },
   };

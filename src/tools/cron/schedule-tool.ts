@@ -49,7 +49,7 @@ export function scheduleTool(context: CronToolContext): Tool {
       if (cron === undefined) {
         // A time zone only means something to a cron expression: with a delay it is a mistake worth saying.
         if (timezone !== undefined) throw new ThreadlineError('TL_TOOL_INPUT', 'timezone goes with cron; a delay counts from now in any zone');
-        job = await addJob(context, { text, target, nextAt: now + parseDelay(delay!) }, call.idempotencyKey);
+        job = await addJob(context, { text, target, nextAt: now + parseDelay(delay!), by: 'admin' }, call.idempotencyKey);
       } else {
         job = await addCronJob(context, cron.trim(), timezone, text, target, now, call.idempotencyKey);
       }
@@ -72,5 +72,5 @@ async function addCronJob(
   const timezone = zone === undefined ? undefined : checkTimezone(zone);
   const nextAt = parseCron(cron, timezone).nextAfter(now);
   if (nextAt === undefined) throw new ThreadlineError('TL_TOOL_INPUT', `"${cron.slice(0, 80)}" never runs again; check its date fields`);
-  return addJob(context, { text, target, cron, timezone: timezone === DEFAULT_TIMEZONE ? undefined : timezone, nextAt }, callKey);
+  return addJob(context, { text, target, cron, timezone: timezone === DEFAULT_TIMEZONE ? undefined : timezone, nextAt, by: 'admin' }, callKey);
 }

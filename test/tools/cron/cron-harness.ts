@@ -43,7 +43,9 @@ export interface CronHarness {
 
 export interface HarnessOptions {
   readonly maxPerChat?: number;
+  readonly maxPerUser?: number;
   readonly maxTotal?: number;
+  readonly adminReserve?: number;
   readonly platforms?: readonly string[];
 }
 
@@ -71,7 +73,12 @@ export function useCronHarness(): (options?: HarnessOptions) => Promise<CronHarn
     // The cron code uses the schedules table alone.
     const store = { schedules } as unknown as Store;
     const services: ToolServices = { deliverer, store, clock, logger, dataDir: tempDir(), platforms };
-    const config: CronConfig = { maxPerChat: options.maxPerChat ?? 50, maxTotal: options.maxTotal ?? 100_000 };
+    const config: CronConfig = {
+      maxPerChat: options.maxPerChat ?? 50,
+      maxPerUser: options.maxPerUser ?? 50,
+      maxTotal: options.maxTotal ?? 100_000,
+      adminReserve: options.adminReserve ?? 0,
+    };
     const build = (): { scheduler: BackgroundWork; tools: Map<string, Tool> } => {
       const built = createScheduler(services, config);
       return { scheduler: built.scheduler, tools: new Map(built.tools.map((tool) => [tool.name, tool])) };

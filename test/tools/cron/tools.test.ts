@@ -95,22 +95,38 @@ describe('creating jobs', () => {
 });
 
 describe('caps', () => {
-  it("refuses a job past the chat's cap, naming it and how to remove jobs; another chat still may", async () => {
+  it("refuses a user's reminder past its chat's cap, across the chat's threads; another chat still may, and an admin's job is not capped per chat", async () => {
     const { call } = await cronHarness({ maxPerChat: 2 });
     await call('remind', { delay: '1h', text: 'a' });
-    await call('schedule', { cron: '0 * * * *', text: 'b' });
-    const error = assertThreadlineError(await rejectionOf(call('remind', { delay: '1h', text: 'c' })), 'TL_TOOL_LIMIT');
-    expect(error.message).toMatch(/2 scheduled jobs.*THREADLINE_CRON_MAX_PER_CHAT=2.*remove_schedule/);
+    await call('remind', { delay: '1h', text: 'b' }, TOPIC_7);
+    // One user in many threads of a chat fills the chat's cap, not one cap a thread.
+    const error = assertThreadlineError(await rejectionOf(call('remind', { delay: '1h', text: 'c' }, sessionInput({ threadId: '8' }))), 'TL_TOOL_LIMIT');
+    expect(error.message).toMatch(/This chat has 2 scheduled jobs.*THREADLINE_CRON_MAX_PER_CHAT=2/);
+    // Told what it can do itself, not the admin-only /cron rm.
+    expect(error.message).not.toMatch(/cron rm|remove_schedule/);
     await expect(call('remind', { delay: '1h', text: 'c' }, OTHER_CHAT)).resolves.toBeDefined();
-    // A thread of the chat is its own destination.
-    await expect(call('remind', { delay: '1h', text: 'c' }, TOPIC_7)).resolves.toBeDefined();
+    await expect(call('schedule', { cron: '0 * * * *', text: 'admin job' })).resolves.toBeDefined();
   });
 
-  it("refuses a job past the gateway's cap", async () => {
-    const { call } = await cronHarness({ maxTotal: 1 });
+  it("refuses a user's reminder past the user's own cap, across chats", async () => {
+    const { call } = await cronHarness({ maxPerUser: 2 });
     await call('remind', { delay: '1h', text: 'a' });
-    const error = assertThreadlineError(await rejectionOf(call('remind', { delay: '1h', text: 'b' }, OTHER_CHAT)), 'TL_TOOL_LIMIT');
-    expect(error.message).toMatch(/gateway has 1 scheduled jobs.*THREADLINE_CRON_MAX_TOTAL=1/);
+    await call('remind', { delay: '1h', text: 'b' }, OTHER_CHAT);
+    const error = assertThreadlineError(await rejectionOf(call('remind', { delay: '1h', text: 'c' }, sessionInput({ chatId: '-1008888' }))), 'TL_TOOL_LIMIT');
+    expect(error.message).toMatch(/You have 2 reminders.*THREADLINE_CRON_MAX_PER_USER=2/);
+    // Another user of the same chat still may.
+    await expect(call('remind', { delay: '1h', text: 'd' }, sessionInput({ userId: 'u-8' }))).resolves.toBeDefined();
+  });
+
+  it("keeps the admins' reserve: users' reminders fill the gateway up to it, an admin's job still fits", async () => {
+    const { call } = await cronHarness({ maxTotal: 3, adminReserve: 1 });
+    await call('remind', { delay: '1h', text: 'a' }, sessionInput({ chatId: '-1', userId: 'x' }));
+    await call('remind', { delay: '1h', text: 'b' }, sessionInput({ chatId: '-2', userId: 'y' }));
+    const error = assertThreadlineError(await rejectionOf(call('remind', { delay: '1h', text: 'c' }, sessionInput({ chatId: '-3', userId: 'z' }))), 'TL_TOOL_LIMIT');
+    expect(error.message).toMatch(/gateway has 2 scheduled jobs.*admins' reserve/);
+    await expect(call('schedule', { cron: '0 * * * *', text: 'admin job' })).resolves.toBeDefined();
+    const full = assertThreadlineError(await rejectionOf(call('schedule', { cron: '0 * * * *', text: 'one more' })), 'TL_TOOL_LIMIT');
+    expect(full.message).toMatch(/gateway has 3 scheduled jobs.*THREADLINE_CRON_MAX_TOTAL=3/);
   });
 });
 
