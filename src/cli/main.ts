@@ -3,6 +3,7 @@
  * defaults (webhook platform, SQLite and a trace file in the data dir), one banner line, and a
  * clean stop on SIGTERM or SIGINT.
  */
+import { scrubSecrets } from '../config/scrub-secrets.js';
 import { readGatewayConfig } from '../gateway/gateway-config.js';
 import { startGateway, type RunningGateway } from '../start/start-gateway.js';
 import { loadGatewayModule } from '../start/gateway-module.js';
@@ -34,6 +35,8 @@ try {
   process.on('SIGINT', () => void stop('SIGINT'));
   // The bootstrap has awaited it: the scrape URL, or undefined, at once.
   const scrapeUrl = await telemetry.metricsReady;
+  // Every exporter and platform has read them by now: what the process starts later does not inherit them.
+  scrubSecrets();
   console.log(
     `threadline listening on ${running.url} · ${running.platforms.map((p) => p.describe(running.url)).join(' · ')} · ` +
       `store ${config.dataDir} · traces ${describeExporter(telemetry.config)} · metrics ${describeMetrics(telemetry.config.metrics, scrapeUrl)}`,

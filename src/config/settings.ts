@@ -684,6 +684,15 @@ export const SETTINGS = {
     default: false,
     description: '`1`: enable the terminal tool (`/run`, `/jobs`, `/kill`), which runs shell commands on this host as the gateway\'s user; admins only',
   },
+  THREADLINE_TERMINAL_ENV: {
+    kind: 'text',
+    group: 'tools',
+    default: undefined,
+    defaultText: 'none',
+    format: 'comma-separated variable names',
+    description:
+      "names of further environment variables a command gets, comma-separated (say `AWS_PROFILE`); otherwise only the shell's own (`PATH`, `HOME`, `LANG`…), the non-secret settings without URL credentials, and the session's",
+  },
   THREADLINE_TERMINAL_TIMEOUT_S: {
     kind: 'integer',
     group: 'tools',

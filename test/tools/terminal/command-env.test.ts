@@ -16,6 +16,34 @@ describe('the environment of a command the model runs', () => {
     expect(env).toEqual({ PATH: '/bin', THREADLINE_PARTITIONS: '8' });
   });
 
+  it('is allow-listed: URLs without credentials, no exporter headers, no admins, nothing unknown unless THREADLINE_TERMINAL_ENV names it', () => {
+    const env = commandEnv({
+      PATH: '/bin',
+      HOME: '/root',
+      LC_ALL: 'C.UTF-8',
+      THREADLINE_WEBHOOK_DELIVERY_URL: 'https://bot:s3cret@hooks.example/in?key=q1',
+      THREADLINE_LLM_BASE_URL: 'https://user:pw@llm.example/v1',
+      THREADLINE_ADMINS: 'telegram:42',
+      OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer otlp-secret',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'https://u:otlppw@otel.example:4318',
+      OTEL_SERVICE_NAME: 'gw',
+      AWS_SECRET_ACCESS_KEY: 'aws-secret',
+      AWS_PROFILE: 'ops',
+      THREADLINE_TERMINAL_ENV: 'AWS_PROFILE',
+    });
+    expect(env).toEqual({
+      PATH: '/bin',
+      HOME: '/root',
+      LC_ALL: 'C.UTF-8',
+      THREADLINE_WEBHOOK_DELIVERY_URL: 'https://hooks.example/in',
+      THREADLINE_LLM_BASE_URL: 'https://llm.example/v1',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example:4318/',
+      OTEL_SERVICE_NAME: 'gw',
+      AWS_PROFILE: 'ops',
+      THREADLINE_TERMINAL_ENV: 'AWS_PROFILE',
+    });
+  });
+
   it('is what the terminal tool gives a command: the Redis password cannot be printed into a chat', async () => {
     process.env['THREADLINE_REDIS_URL'] = 'redis://:hunter2@127.0.0.1:6379';
     const harness = terminalHarness({ dataDir: dataDir() });
