@@ -53,6 +53,7 @@ const config: TerminalConfig = {
   outputMaxBytes: 16 * 1024 * 1024,
   minCheckIntervalMs: INTERVAL_S * 1000,
   maxPerChat: WATCHERS,
+  passedEnv: [],
   maxTotal: WATCHERS,
 };
 const terminal = createTerminal(

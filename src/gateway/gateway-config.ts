@@ -200,7 +200,7 @@ function isLoopback(host: string): boolean {
  */
 function adminsOf(env: NodeJS.ProcessEnv): Admins {
   const admins = Admins.parse(readText(env, 'THREADLINE_ADMINS'));
-  if (admins.holds('~unverified:webhook') && readFlag(env, 'THREADLINE_TERMINAL') && readText(env, 'THREADLINE_WEBHOOK_TOKEN') === undefined) {
+  if (admins.isEveryone && readFlag(env, 'THREADLINE_TERMINAL') && readText(env, 'THREADLINE_WEBHOOK_TOKEN') === undefined) {
     throw new ConfigError(
       'THREADLINE_ADMINS',
       '"*" with THREADLINE_TERMINAL=1 and no THREADLINE_WEBHOOK_TOKEN would give a shell to any process that reaches the webhook port: ' +

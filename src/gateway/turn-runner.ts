@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { SpanStatusCode, context, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import { unverifiedAuthor } from '../agent/author.js';
+import { anonymousAuthor, unverifiedAuthor } from '../agent/author.js';
 import { Admins, adminEntry, refusalText, type AdminRefusal, type Sender } from './commands/admins.js';
 import type { Agent, Turn } from '../agent/agent.js';
 import { BackgroundWrites } from '../background-writes.js';
@@ -150,7 +150,8 @@ export class TurnRunner {
 
   /** The session's sender as history records authors: its admin entry only when the platform proves the id. */
   private authorOf(session: Session): string {
-    return session.userId !== undefined && this.authenticating.has(session.platform) ? adminEntry(session.platform, session.userId) : unverifiedAuthor(session.platform);
+    if (session.userId === undefined) return anonymousAuthor(session.platform);
+    return this.authenticating.has(session.platform) ? adminEntry(session.platform, session.userId) : unverifiedAuthor(session.platform);
   }
 
   /** Why the session's sender is no admin, or undefined when it is one. */

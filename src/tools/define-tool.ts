@@ -23,6 +23,11 @@ export interface ToolDefinition<Schema extends ToolInputSchema, Input> {
   /** Offered in turns of these platforms only. Default: every platform. */
   readonly platforms?: readonly string[] | undefined;
   /**
+   * True when what it answers holds nothing written by others (Tool.trustedOutput). Default
+   * false: a model that read its answer needs an admin's /confirm for admin-only calls after it.
+   */
+  readonly trustedOutput?: boolean | undefined;
+  /**
    * Runs a call with its checked input, inside the turn's session: read chat and thread with
    * getSession() or requireSession(). What it returns (a string, or text with a file) is what
    * the model is told; a ThreadlineError thrown is told to the model as `error: <message>`.
@@ -39,7 +44,7 @@ export function defineTool<Schema extends StandardSchemaV1>(
 ): Tool<StandardSchemaV1.InferOutput<Schema>>;
 export function defineTool(definition: ToolDefinition<JsonSchema, Record<string, unknown>>): Tool;
 export function defineTool(definition: ToolDefinition<ToolInputSchema, unknown>): Tool<unknown> {
-  const { name, description, input: schema, parameters, adminOnly = false, enabled = true, platforms, run } = definition;
+  const { name, description, input: schema, parameters, adminOnly = false, enabled = true, platforms, trustedOutput = false, run } = definition;
   if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
     throw new ThreadlineError('TL_CONFIG_INVALID', `A tool name is 1 to 64 letters, digits, _ or -: ${JSON.stringify(String(name).slice(0, 80))} is not`);
   }
@@ -54,6 +59,7 @@ export function defineTool(definition: ToolDefinition<ToolInputSchema, unknown>)
     adminOnly,
     enabled,
     platforms: platforms === undefined ? undefined : [...platforms],
+    trustedOutput,
     async run(checked, call) {
       const result = await run(checked, call);
       return typeof result === 'string' ? { text: result } : result;

@@ -21,6 +21,13 @@ export interface Tool<Input = Record<string, unknown>> {
   /** The platforms whose turns are offered it; undefined: every platform. */
   readonly platforms?: readonly string[] | undefined;
   /**
+   * Its answers hold nothing but what the caller asked for (a confirmation, a voice note): true.
+   * False when they may hold text of others (a command's output, a web page, others' reminders),
+   * whose instructions a model would follow: then the model's later admin-only calls wait for
+   * an admin's /confirm.
+   */
+  readonly trustedOutput: boolean;
+  /**
    * Runs the call; resolves with what the caller is told (one line or a few). Throws a
    * ThreadlineError (TL_TOOL_INPUT, TL_TOOL_LIMIT, ...) whose message the user may read.
    */

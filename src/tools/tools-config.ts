@@ -1,5 +1,6 @@
 import { commaList } from '../env-vars.js';
 import { ConfigError } from '../errors.js';
+import { isSecretVariable, isUrlSetting } from '../config/secret-variables.js';
 import { readFlag, readInteger, readText, readUrl } from '../config/read-setting.js';
 import { join } from 'node:path';
 import { readMcpServersFile, type McpServers } from './mcp/mcp-servers-config.js';
@@ -13,6 +14,8 @@ export interface TerminalConfig {
   readonly minCheckIntervalMs: number;
   readonly maxPerChat: number;
   readonly maxTotal: number;
+  /** THREADLINE_TERMINAL_ENV: further variables a command gets. */
+  readonly passedEnv: readonly string[];
 }
 
 export interface CronConfig {
@@ -72,6 +75,7 @@ export function readToolsConfig(env: NodeJS.ProcessEnv, dataDir: string): ToolsC
       minCheckIntervalMs: readInteger(env, 'THREADLINE_TERMINAL_MIN_CHECK_INTERVAL_S') * 1000,
       maxPerChat: readInteger(env, 'THREADLINE_TERMINAL_MAX_PER_CHAT'),
       maxTotal: readInteger(env, 'THREADLINE_TERMINAL_MAX_TOTAL'),
+      passedEnv: passedVariables(env),
     },
     cron: cronConfig(env),
     skills: {
@@ -129,4 +133,16 @@ function cronConfig(env: NodeJS.ProcessEnv): CronConfig {
     // Rounded down, so a gateway with a tiny cap still leaves reminders room.
     adminReserve: Math.floor((maxTotal * readInteger(env, 'THREADLINE_CRON_ADMIN_RESERVE_PERCENT')) / 100),
   };
+}
+
+/** THREADLINE_TERMINAL_ENV: names of variables, none of them a secret, a URL setting or the admins. */
+function passedVariables(env: NodeJS.ProcessEnv): string[] {
+  const names = commaList(readText(env, 'THREADLINE_TERMINAL_ENV'));
+  for (const name of names) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new ConfigError('THREADLINE_TERMINAL_ENV', `"${name.slice(0, 80)}" is not a variable name`);
+    if (isSecretVariable(name) || isUrlSetting(name) || name === 'THREADLINE_ADMINS') {
+      throw new ConfigError('THREADLINE_TERMINAL_ENV', `${name} holds a secret, a URL or the admins, which a command could print into a chat; it is never passed`);
+    }
+  }
+  return names;
 }

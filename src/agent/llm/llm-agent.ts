@@ -7,23 +7,11 @@ import type { Tool } from '../../tools/tool.js';
 import type { LlmConfig } from '../../tools/tools-config.js';
 import type { Agent, Turn } from '../agent.js';
 import { modelServer, requestChat, type ModelServer } from './chat-request.js';
-import { assistantEntry, authorsOf, boundedText, historyMessages, toolEntry, userEntry } from './conversation.js';
-import { unionOfAuthors, type Author } from '../author.js';
-import { ThreadlineError, messageOf } from '../../errors.js';
-import { executeTool } from '../../tools/execute-tool.js';
-import { trace } from '@opentelemetry/api';
-import {
-  CONFIRMATION_TTL_MS,
-  CONFIRM_COMMAND,
-  confirmationCode,
-  confirmationCodeOf,
-  confirmedExtra,
-  heldCallNotice,
-  heldCallResult,
-  heldCallState,
-  heldExtra,
-  type HeldCall,
-} from './tool-confirmation.js';
+import { assistantEntry, historyMessages, toolEntry, userEntry } from './conversation.js';
+import { confirmHeldCall } from './confirm-command.js';
+import { holdUnlessAllowed } from './hold-call.js';
+import { CONFIRM_COMMAND, isConfirmCommand } from './tool-confirmation.js';
+import { TurnAuthority } from './turn-authority.js';
 import { createModelClient } from './model-client.js';
 import type { ChatCompletionMessageFunctionToolCall, ChatCompletionMessageParam, ChatCompletionTool } from './model-types.js';
 import { runToolCall } from './run-tool-call.js';
@@ -90,11 +78,11 @@ export class LlmAgent implements Agent {
   async handle(turn: Turn): Promise<void> {
     const { config, history } = this.options;
     const destination = destinationOf(turn.session);
-    if (/^\s*\/confirm(?:@\S+)?(?:\s|$)/i.test(turn.text)) return this.confirm(turn);
+    if (isConfirmCommand(turn.text)) return confirmHeldCall(turn, this.options);
     const earlier = await history.recent(turn.session.sessionId, destination, config.historyMessages);
     const added: HistoryEntry[] = [userEntry(turn.text, Date.now(), turn.author)];
     // Everyone whose text the model reads this turn: it acts with the rights they all hold.
-    const authors = unionOfAuthors(...earlier.map(authorsOf), [turn.author]);
+    const authority = new TurnAuthority(turn, earlier);
     const messages: ChatCompletionMessageParam[] = [
       { role: 'system', content: this.systemText() },
       ...historyMessages(earlier),
@@ -104,7 +92,7 @@ export class LlmAgent implements Agent {
     const offered = offeredTools(this.options.tools, { platform: turn.session.platform, admin: turn.senderIsAdmin });
     let answer: Answer | undefined;
     try {
-      answer = await this.converse(turn, offered, messages, added, authors);
+      answer = await this.converse(turn, offered, messages, added, authority);
     } finally {
       // Kept even when a request failed, so the next turn knows which tools already ran.
       await history.append(turn.session.sessionId, destination, added, config.historyMessages).catch((error: unknown) => {
@@ -122,7 +110,7 @@ export class LlmAgent implements Agent {
     offered: readonly Tool[],
     messages: ChatCompletionMessageParam[],
     added: HistoryEntry[],
-    authors: readonly Author[],
+    authority: TurnAuthority,
   ): Promise<Answer | undefined> {
     const { config, logger } = this.options;
     const toolsByName = new Map(offered.map((tool) => [tool.name, tool]));
@@ -130,6 +118,7 @@ export class LlmAgent implements Agent {
     let attachment: Attachment | undefined;
     for (let round = 0; ; round++) {
       if (turn.signal.aborted) return undefined;
+      authority.nextRequest();
       const completion = await requestChat(
         this.client,
         this.server,
@@ -151,16 +140,16 @@ export class LlmAgent implements Agent {
         .filter((call): call is ChatCompletionMessageFunctionToolCall => call.type === 'function')
         .slice(0, MAX_CALLS_PER_ANSWER);
       if (calls.length === 0) {
-        added.push(assistantEntry(text, [], Date.now(), authors));
+        added.push(assistantEntry(text, [], Date.now(), authority.authors));
         return { text: text.trim() === '' ? '(The model gave no answer.)' : text, attachment };
       }
       if (round >= config.maxToolRounds) {
         const notice = `I stopped after ${config.maxToolRounds} rounds of tool calls without a final answer (THREADLINE_LLM_MAX_TOOL_ROUNDS). Ask again, or more narrowly.`;
         // The calls not run are not kept: history holds only calls with their results.
-        added.push(assistantEntry(notice, [], Date.now(), authors));
+        added.push(assistantEntry(notice, [], Date.now(), authority.authors));
         return { text: notice, attachment };
       }
-      const announced = assistantEntry(text, calls, Date.now(), authors);
+      const announced = assistantEntry(text, calls, Date.now(), authority.authors);
       added.push(announced);
       messages.push({
         role: 'assistant',
@@ -170,7 +159,8 @@ export class LlmAgent implements Agent {
       // What the model said with its calls ("Let me look…") is said before they run.
       if (text.trim() !== '') await turn.reply(text);
       for (const call of calls) {
-        const held = await this.holdUnlessAllowed(turn, toolsByName.get(call.function.name), call, authors);
+        const tool = toolsByName.get(call.function.name);
+        const held = await holdUnlessAllowed(turn, tool, call, authority, logger);
         if (held !== undefined) {
           added.push(held);
           messages.push({ role: 'tool', tool_call_id: call.id, content: held.text });
@@ -182,72 +172,12 @@ export class LlmAgent implements Agent {
           logger,
         });
         if (outcome.attachment !== undefined) attachment = outcome.attachment;
-        const result = toolEntry(call.id, outcome.content, Date.now(), authors);
+        if (tool !== undefined) authority.answered(tool);
+        const result = toolEntry(call.id, outcome.content, Date.now(), authority.authors);
         added.push(result);
         messages.push({ role: 'tool', tool_call_id: call.id, content: result.text });
       }
     }
-  }
-
-  /**
-   * A call of a tool that needs rights is held, not run, while the model has read text of
-   * anyone without them (a non-admin in a group, text sent in from elsewhere): the model may be
-   * repeating their instructions under an admin's turn. The chat is asked for an admin's
-   * `/confirm`; the returned entry is the call's result for the model. Undefined: run it.
-   */
-  private async holdUnlessAllowed(turn: Turn, tool: Tool | undefined, call: ChatCompletionMessageFunctionToolCall, authors: readonly Author[]): Promise<HistoryEntry | undefined> {
-    if (tool === undefined || !tool.adminOnly) return undefined;
-    const unprivileged = authors.filter((author) => !turn.isAdmin(author));
-    if (unprivileged.length === 0) return undefined;
-    const held: HeldCall = { code: confirmationCode(), tool: tool.name, arguments: boundedText(String(call.function.arguments ?? '')), until: Date.now() + CONFIRMATION_TTL_MS };
-    trace.getActiveSpan()?.addEvent('tool.held', { 'gen_ai.tool.name': tool.name, 'gen_ai.tool.call.id': call.id, 'threadline.tool.unprivileged_authors': unprivileged.length });
-    this.options.logger.warn({ tool: tool.name, message: turn.messageId, unprivileged: unprivileged.length }, 'a tool call that needs rights waits for an admin: the model read text of others');
-    await turn.reply(heldCallNotice(held, unprivileged));
-    return toolEntry(call.id, heldCallResult(held, unprivileged), Date.now(), authors, heldExtra(held));
-  }
-
-  /** `/confirm <code>` from an admin: runs the held call once, in this chat, and says what it answered. */
-  private async confirm(turn: Turn): Promise<void> {
-    const { config, history } = this.options;
-    if (!(await turn.authorize(CONFIRM_COMMAND))) return;
-    const code = confirmationCodeOf(turn.text);
-    if (code === undefined) return turn.reply(`Usage: ${CONFIRM_COMMAND} <code>, with the code the request gave.`);
-    const destination = destinationOf(turn.session);
-    const earlier = await history.recent(turn.session.sessionId, destination, config.historyMessages);
-    const found = heldCallState(earlier, code, Date.now());
-    if (found.state !== 'held') {
-      const why = {
-        confirmed: `The call ${code} was confirmed already; it runs once.`,
-        expired: `The call ${code} waited more than ${CONFIRMATION_TTL_MS / 60_000} minutes; ask for it again.`,
-        unknown: `No call waits for confirmation under ${code} in this conversation.`,
-      };
-      return turn.reply(why[found.state]);
-    }
-    const { call } = found;
-    const tool = offeredTools(this.options.tools, { platform: turn.session.platform, admin: turn.senderIsAdmin }).find(({ name }) => name === call.tool);
-    let text: string;
-    let attachment: Attachment | undefined;
-    if (tool === undefined) {
-      text = `${call.tool} is not available in this chat now, so ${code} was not run.`;
-    } else {
-      try {
-        const args: unknown = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
-        const result = await executeTool(tool, args, { signal: turn.signal, callId: `confirm-${code}`, authorize: (name) => turn.authorize(name) });
-        text = `Ran ${call.tool} (${code}), confirmed by ${turn.author}:\n${result.text}`;
-        attachment = result.attachment;
-      } catch (error) {
-        text = `${call.tool} (${code}) failed: ${error instanceof ThreadlineError ? error.message : messageOf(error)}`;
-      }
-    }
-    const now = Date.now();
-    const record: HistoryEntry[] = [
-      userEntry(turn.text, now, turn.author),
-      { role: 'assistant', text: boundedText(text), extra: JSON.stringify(confirmedExtra(code, [turn.author])), at: now },
-    ];
-    await history.append(turn.session.sessionId, destination, record, config.historyMessages).catch((error: unknown) => {
-      this.options.logger.error({ err: error, message: turn.messageId }, 'could not record the confirmation; the code stays valid until it expires');
-    });
-    await turn.reply(text, attachment === undefined ? undefined : { attachment });
   }
 
   private systemText(): string {

@@ -1,7 +1,8 @@
-import { randomInt } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { HistoryEntry } from '../../store/store.js';
-import type { Author } from '../author.js';
-import { extraOf } from './conversation.js';
+import { printable } from '../../text/printable.js';
+import { describeAuthor, type Author } from '../author.js';
+import { authorsOf, extraOf } from './conversation.js';
 
 /** How long an admin has to confirm a call; later it must be asked for again. */
 export const CONFIRMATION_TTL_MS = 10 * 60_000;
@@ -9,11 +10,14 @@ export const CONFIRMATION_TTL_MS = 10 * 60_000;
 /** The command an admin answers a request with. */
 export const CONFIRM_COMMAND = '/confirm';
 
+/** Longest arguments a held call may have: an admin must be able to read all of them. */
+export const MAX_HELD_ARGUMENTS_CHARS = 2_000;
+
 /** A call of a tool that needs rights, held because the model had read text of authors without them. */
 export interface HeldCall {
   readonly code: string;
   readonly tool: string;
-  /** The model's arguments, as it sent them (JSON text). */
+  /** The arguments as the tool's schema checked them, as JSON: what the notice shows is what runs. */
   readonly arguments: string;
   /** Epoch ms after which /confirm refuses it. */
   readonly until: number;
@@ -22,11 +26,20 @@ export interface HeldCall {
 /** Letters that cannot be mistaken for one another when typed. */
 const ALPHABET = 'abcdefghjkmnpqrstuvwxyz23456789';
 
-/** A new code to confirm a held call with: short enough to type, 31^6 ≈ 9e8 values. */
-export function confirmationCode(): string {
+/**
+ * The code of a held call, from its message and its call: a turn replayed after a crash holds
+ * the same call under the same code (and its notice, the same words, is sent once).
+ */
+export function confirmationCode(messageId: string, callId: string): string {
+  const digest = createHash('sha256').update(`${messageId}\n${callId}`).digest();
   let code = '';
-  for (let i = 0; i < 6; i++) code += ALPHABET[randomInt(ALPHABET.length)];
+  for (let i = 0; i < 6; i++) code += ALPHABET[digest[i]! % ALPHABET.length];
   return code;
+}
+
+/** Whether `text` is the /confirm command, with or without a code. */
+export function isConfirmCommand(text: string): boolean {
+  return /^\s*\/confirm(?:@\S+)?(?:\s|$)/i.test(text);
 }
 
 /** The code of `/confirm <code>`, or undefined when the text is not that command. */
@@ -45,48 +58,55 @@ export function confirmedExtra(code: string, authors: readonly Author[]): Record
   return { confirmed: code, authors };
 }
 
-/** Where a code stands in a conversation's history: held (and whether still valid), done, or unknown. */
-export type HeldCallState = { readonly state: 'held'; readonly call: HeldCall } | { readonly state: 'expired' | 'confirmed' | 'unknown' };
+/** Where a code stands in a conversation's history: held (with whose text the model had read), done, expired or unknown. */
+export type HeldCallState =
+  | { readonly state: 'held'; readonly call: HeldCall; readonly authors: readonly Author[] }
+  | { readonly state: 'expired' | 'confirmed' | 'unknown' };
 
 /** The state of `code` in `entries` (oldest first) at `now`. */
 export function heldCallState(entries: readonly HistoryEntry[], code: string, now: number): HeldCallState {
-  let held: HeldCall | undefined;
+  let held: { call: HeldCall; authors: Author[] } | undefined;
   for (const entry of entries) {
     const extra = extraOf(entry);
     if (extra === undefined) continue;
     if (extra.confirmed === code) return { state: 'confirmed' };
     const candidate = extra.held as Partial<HeldCall> | undefined;
     if (candidate?.code === code && typeof candidate.tool === 'string' && typeof candidate.arguments === 'string' && typeof candidate.until === 'number') {
-      held = candidate as HeldCall;
+      held = { call: candidate as HeldCall, authors: authorsOf(entry) };
     }
   }
   if (held === undefined) return { state: 'unknown' };
-  return held.until < now ? { state: 'expired' } : { state: 'held', call: held };
+  return held.call.until < now ? { state: 'expired' } : { state: 'held', ...held };
+}
+
+/**
+ * Arguments as a person reads them: control characters escaped, and a run of spaces counted,
+ * so nothing can be hidden past the edge of the screen.
+ */
+export function shownArguments(json: string): string {
+  return printable(json).replace(/ {4,}/g, (run) => `⟨${run.length} spaces⟩`);
 }
 
 /** What the chat is told when a call is held: what would run, why not yet, and how to run it. */
 export function heldCallNotice(call: HeldCall, unprivileged: readonly Author[]): string {
-  const args = call.arguments.length > 500 ? `${call.arguments.slice(0, 500)}…` : call.arguments;
   return [
-    `The assistant asked to run ${call.tool} with ${args}`,
-    `It was not run: this conversation holds text from ${describe(unprivileged)}, who may not run it, and the assistant may be repeating them.`,
-    `An admin who wants it run sends: ${CONFIRM_COMMAND} ${call.code} (valid ${CONFIRMATION_TTL_MS / 60_000} minutes).`,
+    `The assistant asked to run ${call.tool} with ${shownArguments(call.arguments)}`,
+    `It was not run: this conversation holds ${describe(unprivileged)}, who may not run it, and the assistant may be repeating them.`,
+    `An admin who wants it run replies here, in this chat and thread: ${CONFIRM_COMMAND} ${call.code} (valid ${CONFIRMATION_TTL_MS / 60_000} minutes).`,
   ].join('\n');
 }
 
-/** What the model is told in place of the held call's result. */
-export function heldCallResult(call: HeldCall, unprivileged: readonly Author[]): string {
-  return `error: ${call.tool} was not run: the conversation holds text from ${describe(unprivileged)}, who may not run it, so an admin must confirm it; the chat was asked (${CONFIRM_COMMAND} ${call.code}). Do not call it again for this; say it waits for an admin.`;
+/** What the model is told in place of the held call's result: never the code, which it could repeat beside other arguments. */
+export function heldCallResult(tool: string, unprivileged: readonly Author[]): string {
+  return `error: ${tool} was not run: the conversation holds ${describe(unprivileged)}, who may not run it, so an admin must confirm it; the chat was asked. Do not call it again for this; say it waits for an admin.`;
+}
+
+/** What the model is told of another admin-only call in a turn that already holds one. */
+export function secondHeldCallResult(tool: string): string {
+  return `error: ${tool} was not run: this turn already waits for an admin to confirm a call; one request a turn. Say what else you would run.`;
 }
 
 function describe(authors: readonly Author[]): string {
-  const names = authors.map((author) => (author.startsWith('~') ? nameOfMarker(author) : author));
-  return names.length <= 3 ? names.join(', ') : `${names.slice(0, 3).join(', ')} and ${names.length - 3} more`;
-}
-
-function nameOfMarker(author: Author): string {
-  if (author.startsWith('~unverified:')) return `an unverified ${author.slice('~unverified:'.length)} sender`;
-  if (author.startsWith('~mirrored:')) return `text sent in from ${author.slice('~mirrored:'.length)}`;
-  if (author === '~many') return 'more senders';
-  return 'messages of unknown authors (written before authors were recorded; /new starts afresh)';
+  const names = authors.map(describeAuthor);
+  return `text from ${names.length <= 3 ? names.join(', ') : `${names.slice(0, 3).join(', ')} and ${names.length - 3} more`}`;
 }

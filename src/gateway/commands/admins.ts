@@ -1,3 +1,4 @@
+import { isSender, isUnverified, type Author } from '../../agent/author.js';
 import { commaList } from '../../env-vars.js';
 import { ConfigError } from '../../errors.js';
 
@@ -43,9 +44,14 @@ export class Admins {
    * Whether a recorded author (src/agent/author.ts) holds admin rights now. A `~` marker (text
    * sent in from elsewhere, of unknown author) names no admin; with `*`, every sender does.
    */
-  holds(author: string): boolean {
-    if (this.everyone) return author.startsWith('~unverified:') || !author.startsWith('~');
+  holds(author: Author): boolean {
+    if (this.everyone) return isSender(author) || isUnverified(author) || author.startsWith('~anonymous:');
     return this.entries.has(author);
+  }
+
+  /** `*`: every sender, proven or not, is an admin. */
+  get isEveryone(): boolean {
+    return this.everyone;
   }
 
   /** Why `sender` may not run admin commands, or undefined when it may. */

@@ -25,7 +25,6 @@ export const HELP_TEXT = [
   '/status — this chat\'s routing and trace',
   '/new — start a new conversation',
   '/stop — stop what this chat is running',
-  '/confirm <code> — run a tool call the assistant was not allowed to make alone (admin)',
 ].join('\n');
 
 /**

@@ -17,6 +17,8 @@ export function listSchedulesTool(context: CronToolContext): Tool {
     description: "Lists this chat's (and thread's) reminders and cron jobs: id, next run, schedule, target and text.",
     input: Type.Object({}, { additionalProperties: false }),
     adminOnly: false,
+    // It shows the text of others' reminders: what they wrote, not what the caller asked for.
+    trustedOutput: false,
     async run() {
       const jobs = await context.services.store.schedules.ofDestination(destinationOf(requireSession()));
       if (jobs.length === 0) return { text: 'No reminders or cron jobs in this chat.' };

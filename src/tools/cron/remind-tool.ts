@@ -21,6 +21,8 @@ export function remindTool(context: CronToolContext): Tool {
     description: 'Sends a reminder to this chat (and thread) once, after a delay from 1 second to 365 days.',
     input: parameters,
     adminOnly: false,
+    // It answers with what it did, nothing others wrote.
+    trustedOutput: true,
     async run(args, call) {
       const text = checkJobText(args['text'] as string);
       const delay = args['delay'] as string;

@@ -14,6 +14,8 @@ export function removeScheduleTool(context: CronToolContext): Tool {
     description: 'Removes a reminder or cron job of this chat by its id (list_schedules shows them).',
     input: Type.Object({ id: Type.String({ minLength: 1, maxLength: 40 }) }, { additionalProperties: false }),
     adminOnly: true,
+    // It answers with what it did, nothing others wrote.
+    trustedOutput: true,
     async run(args) {
       const id = (args['id'] as string).trim();
       const { schedules } = context.services.store;

@@ -33,6 +33,8 @@ export function scheduleTool(context: CronToolContext): Tool {
       'Schedules a message: repeating on a cron expression, or once after a delay (give exactly one of cron, delay). Delivers to this chat unless a target is given.',
     input: parameters,
     adminOnly: true,
+    // It answers with what it did, nothing others wrote.
+    trustedOutput: true,
     async run(args, call) {
       const { services } = context;
       const cron = args['cron'] as string | undefined;

@@ -33,6 +33,8 @@ export function createSendMessage(services: ToolServices, options: { readonly hi
     description: 'Send a message to this or another chat or thread (target: origin, home, home:<platform>, or <platform>:<chat>[:<thread>]).',
     input: parameters,
     adminOnly: true,
+    // It answers with what it did, nothing others wrote.
+    trustedOutput: true,
     async run(args) {
       const { target: targetText, text } = args as { target: string; text: string };
       const target = parseTarget(targetText);

@@ -22,6 +22,8 @@ export function createSkillsTool(catalog: () => SkillCatalog, disabled: Readonly
     description: 'Lists the skills (operator instructions in the system prompt) that apply in this chat, and skill files that are broken.',
     input: Type.Object({}, { additionalProperties: false }),
     adminOnly: false,
+    // It answers with what it did, nothing others wrote.
+    trustedOutput: true,
     run: async () => ({ text: describeSkills(catalog(), toolSurface(), disabled) }),
   });
 }

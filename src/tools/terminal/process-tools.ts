@@ -42,6 +42,8 @@ export function killProcessTool(services: ToolServices, config: TerminalConfig, 
     description: 'Ends a background command started in this chat (SIGTERM to its process group, SIGKILL after a grace).',
     input: Type.Object({ id: Type.String({ minLength: 1, maxLength: 32, description: 'The id list_processes shows.' }) }, { additionalProperties: false }),
     adminOnly: true,
+    // It answers with what it did, nothing others wrote.
+    trustedOutput: true,
     enabled: config.enabled,
     async run(args) {
       requireEnabled(config);

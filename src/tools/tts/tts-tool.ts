@@ -38,6 +38,8 @@ export function createTts(config: TtsConfig, options: TtsOptions = {}): Tool {
       { additionalProperties: false },
     ),
     adminOnly: false,
+    // It answers with what it did, nothing others wrote.
+    trustedOutput: true,
     async run(args: Record<string, unknown>, call: ToolCall): Promise<ToolResult> {
       const text = checkedText(args['text'], config.maxChars);
       const audio = await speak(text, { voice: config.voice, maxBytes, timeoutMs, signal: call.signal, searchPath });

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { commandEnv } from '../../../src/tools/terminal/command-env.js';
+import { readToolsConfig } from '../../../src/tools/tools-config.js';
 import { useGlobalTracing } from '../../helpers/tracing.js';
 import { terminalHarness, useDataDirs } from './terminal-fixture.js';
 
@@ -12,11 +13,11 @@ describe('the environment of a command the model runs', () => {
   });
 
   it('has the gateway\'s environment without its secrets', () => {
-    const env = commandEnv({ PATH: '/bin', THREADLINE_REDIS_URL: 'redis://:hunter2@cache:6379', THREADLINE_LLM_API_KEY: 'sk-x', THREADLINE_PARTITIONS: '8' });
+    const env = commandEnv({ PATH: '/bin', THREADLINE_REDIS_URL: 'redis://:hunter2@cache:6379', THREADLINE_LLM_API_KEY: 'sk-x', THREADLINE_PARTITIONS: '8' }, []);
     expect(env).toEqual({ PATH: '/bin', THREADLINE_PARTITIONS: '8' });
   });
 
-  it('is allow-listed: URLs without credentials, no exporter headers, no admins, nothing unknown unless THREADLINE_TERMINAL_ENV names it', () => {
+  it('is allow-listed: no URL settings, exporter endpoints as origins, no exporter headers, no admins, nothing unknown unless THREADLINE_TERMINAL_ENV names it', () => {
     const env = commandEnv({
       PATH: '/bin',
       HOME: '/root',
@@ -25,23 +26,30 @@ describe('the environment of a command the model runs', () => {
       THREADLINE_LLM_BASE_URL: 'https://user:pw@llm.example/v1',
       THREADLINE_ADMINS: 'telegram:42',
       OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer otlp-secret',
-      OTEL_EXPORTER_OTLP_ENDPOINT: 'https://u:otlppw@otel.example:4318',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'https://u:otlppw@otel.example:4318/v1/key-in-path',
+      OTEL_EXPORTER_OTLP_CLIENT_KEY: '/etc/otel/key.pem',
+      OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x-key=1',
       OTEL_SERVICE_NAME: 'gw',
       AWS_SECRET_ACCESS_KEY: 'aws-secret',
       AWS_PROFILE: 'ops',
       THREADLINE_TERMINAL_ENV: 'AWS_PROFILE',
-    });
+    }, ['AWS_PROFILE']);
     expect(env).toEqual({
       PATH: '/bin',
       HOME: '/root',
       LC_ALL: 'C.UTF-8',
-      THREADLINE_WEBHOOK_DELIVERY_URL: 'https://hooks.example/in',
-      THREADLINE_LLM_BASE_URL: 'https://llm.example/v1',
-      OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example:4318/',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example:4318',
       OTEL_SERVICE_NAME: 'gw',
       AWS_PROFILE: 'ops',
       THREADLINE_TERMINAL_ENV: 'AWS_PROFILE',
     });
+  });
+
+  it('refuses THREADLINE_TERMINAL_ENV naming a secret, a URL setting or the admins', () => {
+    for (const name of ['THREADLINE_LLM_API_KEY', 'OTEL_EXPORTER_OTLP_HEADERS', 'THREADLINE_WEBHOOK_DELIVERY_URL', 'THREADLINE_ADMINS', 'A B']) {
+      expect(() => readToolsConfig({ THREADLINE_TERMINAL_ENV: `AWS_PROFILE,${name}` }, dataDir())).toThrow(/THREADLINE_TERMINAL_ENV/);
+    }
+    expect(readToolsConfig({ THREADLINE_TERMINAL_ENV: 'AWS_PROFILE, KUBECONFIG' }, dataDir()).terminal.passedEnv).toEqual(['AWS_PROFILE', 'KUBECONFIG']);
   });
 
   it('is what the terminal tool gives a command: the Redis password cannot be printed into a chat', async () => {

@@ -9,6 +9,7 @@ export const TEST_CONFIG: TerminalConfig = {
   minCheckIntervalMs: 30_000,
   maxPerChat: 3,
   maxTotal: 5,
+  passedEnv: [],
 };
 
 /** A Telegram forum topic: the chat and thread a command is started from. */
