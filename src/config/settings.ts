@@ -691,7 +691,7 @@ export const SETTINGS = {
     defaultText: 'none',
     format: 'comma-separated variable names',
     description:
-      "names of further environment variables a command gets, comma-separated (say `AWS_PROFILE`); otherwise only the shell's own (`PATH`, `HOME`, `LANG`…), the non-secret settings without URL credentials, and the session's",
+      "names of further environment variables a command gets, comma-separated (say `AWS_PROFILE`); otherwise only the shell's own (`PATH`, `HOME`, `LANG`…), the settings that are no secrets, URLs or the admins, and the session's; naming a secret is refused",
   },
   THREADLINE_TERMINAL_TIMEOUT_S: {
     kind: 'integer',
