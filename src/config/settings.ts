@@ -11,6 +11,7 @@ export type SettingGroup =
   | 'webhook'
   | 'telegram'
   | 'slack'
+  | 'discord'
   | 'turns'
   | 'http'
   | 'traces'
@@ -27,6 +28,7 @@ export const SETTING_GROUPS: Readonly<Record<SettingGroup, string>> = {
   webhook: 'Webhook platform',
   telegram: 'Telegram',
   slack: 'Slack',
+  discord: 'Discord',
   turns: 'Turns, deliveries and the outbox',
   http: 'HTTP client limits',
   traces: 'Traces',
@@ -295,6 +297,31 @@ export const SETTINGS = {
     max: 60_000,
     description:
       'the least time between two `chat.update`s of the live message that shows an answer as it is written, in its thread (Tier 3, about 50 a minute for the workspace); `0`: no live messages',
+  },
+
+  // Discord
+  THREADLINE_DISCORD_BOT_TOKEN: {
+    kind: 'text',
+    group: 'discord',
+    default: undefined,
+    secret: true,
+    format: "the bot's token (Developer Portal, Bot)",
+    description: 'enables Discord: one Gateway connection (on one instance at a time) for messages, the REST API for answers',
+  },
+  THREADLINE_DISCORD_API_ROOT: {
+    kind: 'url',
+    group: 'discord',
+    default: 'https://discord.com/api',
+    description: 'REST API root, without the version (a fake in tests); the Gateway URL comes from its `GET /gateway/bot`',
+  },
+  THREADLINE_DISCORD_EDIT_INTERVAL_MS: {
+    kind: 'integer',
+    group: 'discord',
+    default: 1_200,
+    min: 0,
+    max: 60_000,
+    description:
+      'the least time between two edits of the live message that shows an answer as it is written (a channel takes about 5 messages or edits every 5 s); `0`: no live messages',
   },
 
   // Turns, deliveries and the outbox

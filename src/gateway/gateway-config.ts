@@ -25,6 +25,14 @@ export interface SlackConfig {
   readonly liveEditMs: number;
 }
 
+export interface DiscordConfig {
+  readonly botToken: string;
+  /** The REST root without its version; the Gateway URL comes from its GET /gateway/bot. */
+  readonly apiRoot: string;
+  /** THREADLINE_DISCORD_EDIT_INTERVAL_MS. */
+  readonly liveEditMs: number;
+}
+
 /** Several instances sharing one Redis (THREADLINE_REDIS_URL and the settings beside it). */
 export interface RedisConfig {
   /** May hold a password: show it through redactRedisUrl (src/config/redis-url.ts), never as it is. */
@@ -50,6 +58,8 @@ export interface GatewayConfig {
   readonly telegram: TelegramConfig | undefined;
   /** Present when THREADLINE_SLACK_BOT_TOKEN is set. */
   readonly slack: SlackConfig | undefined;
+  /** Present when THREADLINE_DISCORD_BOT_TOKEN is set. */
+  readonly discord: DiscordConfig | undefined;
   /** THREADLINE_ADMINS: who may run admin commands (/sethome); unset, nobody. */
   readonly admins: Admins;
   /** THREADLINE_INBOUND_BAGGAGE: the foreign inbound baggage every platform keeps; default none. */
@@ -105,6 +115,7 @@ export function readGatewayConfig(env: NodeJS.ProcessEnv = process.env): Gateway
     },
     telegram: telegramConfig(env),
     slack: slackConfig(env),
+    discord: discordConfig(env),
     admins: adminsOf(env),
     inboundBaggage: parseKeepBaggage(readText(env, 'THREADLINE_INBOUND_BAGGAGE')),
     concurrency: readInteger(env, 'THREADLINE_CONCURRENCY'),
@@ -257,4 +268,12 @@ function slackConfig(env: NodeJS.ProcessEnv): SlackConfig | undefined {
     throw new ConfigError('THREADLINE_SLACK_SIGNING_SECRET', "is required with a Slack bot token: copy it from the app's Basic Information page");
   }
   return { botToken, signingSecret, apiUrl, threadTopLevel, liveEditMs };
+}
+
+function discordConfig(env: NodeJS.ProcessEnv): DiscordConfig | undefined {
+  // All read before the token decides: a bad value is refused even with Discord off.
+  const apiRoot = readUrl(env, 'THREADLINE_DISCORD_API_ROOT').replace(/\/$/, '');
+  const liveEditMs = readInteger(env, 'THREADLINE_DISCORD_EDIT_INTERVAL_MS');
+  const botToken = readText(env, 'THREADLINE_DISCORD_BOT_TOKEN');
+  return botToken === undefined ? undefined : { botToken, apiRoot, liveEditMs };
 }

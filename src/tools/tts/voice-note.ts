@@ -12,6 +12,7 @@ const OGG_OPUS: VoiceNoteFormat = { filename: 'voice.ogg', contentType: 'audio/o
 const FORMATS: Readonly<Record<string, VoiceNoteFormat>> = {
   telegram: OGG_OPUS,
   slack: OGG_OPUS,
+  discord: OGG_OPUS,
   webhook: OGG_OPUS,
 };
 
