@@ -314,6 +314,15 @@ export const SETTINGS = {
     default: 'https://discord.com/api',
     description: 'REST API root, without the version (a fake in tests); the Gateway URL comes from its `GET /gateway/bot`',
   },
+  THREADLINE_DISCORD_REQUESTS_PER_SECOND: {
+    kind: 'integer',
+    group: 'discord',
+    default: 50,
+    min: 1,
+    max: 10_000,
+    description:
+      "REST calls a second across all routes (Discord's global limit is 50 a bot, more where Discord granted it); the per-route limits come from Discord's headers",
+  },
   THREADLINE_DISCORD_EDIT_INTERVAL_MS: {
     kind: 'integer',
     group: 'discord',

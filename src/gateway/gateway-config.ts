@@ -31,6 +31,8 @@ export interface DiscordConfig {
   readonly apiRoot: string;
   /** THREADLINE_DISCORD_EDIT_INTERVAL_MS. */
   readonly liveEditMs: number;
+  /** THREADLINE_DISCORD_REQUESTS_PER_SECOND: the global limit the REST client keeps to. */
+  readonly requestsPerSecond: number;
 }
 
 /** Several instances sharing one Redis (THREADLINE_REDIS_URL and the settings beside it). */
@@ -274,6 +276,7 @@ function discordConfig(env: NodeJS.ProcessEnv): DiscordConfig | undefined {
   // All read before the token decides: a bad value is refused even with Discord off.
   const apiRoot = readUrl(env, 'THREADLINE_DISCORD_API_ROOT').replace(/\/$/, '');
   const liveEditMs = readInteger(env, 'THREADLINE_DISCORD_EDIT_INTERVAL_MS');
+  const requestsPerSecond = readInteger(env, 'THREADLINE_DISCORD_REQUESTS_PER_SECOND');
   const botToken = readText(env, 'THREADLINE_DISCORD_BOT_TOKEN');
-  return botToken === undefined ? undefined : { botToken, apiRoot, liveEditMs };
+  return botToken === undefined ? undefined : { botToken, apiRoot, liveEditMs, requestsPerSecond };
 }

@@ -16,6 +16,7 @@ import { ThreadlineError } from '../errors.js';
 import { createLogger } from '../telemetry/logger.js';
 import { slackSignature } from '../platforms/slack/slack-signature.js';
 import { DeliveryReceiver } from './delivery-receiver.js';
+import { FakeDiscord } from './fake-discord.js';
 import { FakeSlack } from './fake-slack.js';
 import { FakeTelegram } from './fake-telegram.js';
 import { installTestMetrics, type CollectedMetrics } from './test-metrics.js';
@@ -32,6 +33,8 @@ export interface TestGatewayOptions {
   readonly telegram?: boolean | 'polling';
   /** Enable Slack against a local fake Web API. */
   readonly slack?: boolean;
+  /** Enable Discord against a local fake (REST API and Gateway); started once the bot is connected. */
+  readonly discord?: boolean;
   /**
    * `manual`: reminders, cron runs and progress checks wait for `advanceTime()` instead of the
    * wall clock (deliveries and their retries still run in real time). Refused with
@@ -59,6 +62,7 @@ export const TEST_SECRETS = {
   slackBotToken: 'xoxb-test',
   slackSigningSecret: 'slack-signing-secret',
   webhookToken: 'test-webhook-token-0123456789',
+  discordBotToken: 'discord-test-token',
 } as const;
 
 export interface SendResult {
@@ -78,6 +82,8 @@ export interface TestGateway {
   readonly receiver: DeliveryReceiver;
   readonly telegram: FakeTelegram | undefined;
   readonly slack: FakeSlack | undefined;
+  /** The fake Discord: `discord.userMessage()` writes as a user, what the bot sent is recorded. */
+  readonly discord: FakeDiscord | undefined;
   readonly telemetry: TestTelemetry;
   /** The gateway now running (a new one after `restart()`). */
   readonly running: RunningGateway;
@@ -151,6 +157,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const receiver = await DeliveryReceiver.start();
   const telegram = options.telegram ? await FakeTelegram.start() : undefined;
   const slack = options.slack ? await FakeSlack.start() : undefined;
+  const discord = options.discord ? await FakeDiscord.start({ token: TEST_SECRETS.discordBotToken }) : undefined;
   const dataDir = mkdtempSync(join(tmpdir(), 'threadline-test-'));
   const webhookToken = options.webhookToken === true ? TEST_SECRETS.webhookToken : options.webhookToken;
   const config = readGatewayConfig({
@@ -169,6 +176,14 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
           THREADLINE_SLACK_SIGNING_SECRET: TEST_SECRETS.slackSigningSecret,
           THREADLINE_SLACK_API_URL: slack.apiUrl,
         }),
+    ...(discord === undefined
+      ? {}
+      : {
+          THREADLINE_DISCORD_BOT_TOKEN: TEST_SECRETS.discordBotToken,
+          THREADLINE_DISCORD_API_ROOT: discord.apiRoot,
+          // The fake takes what it is sent at once: tests of many messages are not paced at Discord's 50 a second.
+          THREADLINE_DISCORD_REQUESTS_PER_SECOND: '10000',
+        }),
     PORT: '0',
     HOST: '127.0.0.1',
     THREADLINE_DATA_DIR: dataDir,
@@ -181,8 +196,16 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   });
   const clock = options.clock === 'manual' ? new ManualClock() : undefined;
   const logger = createLogger({ level: process.env['THREADLINE_LOG_LEVEL'] ?? 'silent' });
-  const start = () =>
-    startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}), ...(clock ? { clock } : {}), ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}), ...(options.tools ? { tools: options.tools } : {}) });
+  const start = async () => {
+    const sessions = discord?.sessionsStarted ?? 0;
+    const started = await startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}), ...(clock ? { clock } : {}), ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}), ...(options.tools ? { tools: options.tools } : {}) });
+    // Messages written before the bot is connected would never reach it, as on Discord.
+    await discord?.connected(sessions).catch(async (error: unknown) => {
+      await started.stop();
+      throw error;
+    });
+    return started;
+  };
   let running = await start();
 
   async function post(path: string, body: string, headers: Readonly<Record<string, string>>): Promise<SendResult> {
@@ -226,6 +249,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     },
     telegram,
     slack,
+    discord,
     send: (message, headers = {}) =>
       post('/v1/messages', JSON.stringify(message), webhookToken === undefined || 'authorization' in headers ? headers : { authorization: `Bearer ${webhookToken}`, ...headers }),
     sendTelegram: (update, secret = TEST_SECRETS.telegramWebhookSecret) =>
@@ -261,7 +285,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     },
     stop: async () => {
       await running.stop();
-      await Promise.all([receiver.close(), telegram?.close(), slack?.close()]);
+      await Promise.all([receiver.close(), telegram?.close(), slack?.close(), discord?.close()]);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -13,6 +13,9 @@ export const DISCORD_INTENTS = GatewayIntentBits.GuildMessages | GatewayIntentBi
 /** The first wait before a connection that failed or was refused is made again; it doubles up to the most. */
 const RESTART_FIRST_MS = 1_000;
 const RESTART_MOST_MS = 60_000;
+/** How long a stop waits for a handshake under way to end, and then for the socket to close. */
+const HANDSHAKE_WAIT_MS = 5_000;
+const CLOSE_WAIT_MS = 3_000;
 
 export interface DiscordConnectionOptions {
   readonly token: string;
@@ -35,8 +38,18 @@ export type DiscordHand = (data: unknown, botId: string) => Promise<void>;
  * what was dispatched meanwhile. Messages are handed on one at a time, in the order Discord
  * numbered them; close() lets every one received be taken before it resolves.
  */
+/** One WebSocketManager, from its start to its stop. */
+interface DiscordRun {
+  readonly manager: WebSocketManager;
+  /** Resolves once a handshake ended (READY or RESUMED) or the run failed. */
+  readonly settled: Promise<void>;
+  stopped: boolean;
+  /** destroy() was called: a handshake ending after it is the library's own reconnection. */
+  destroying: boolean;
+}
+
 export class DiscordConnection {
-  private manager: WebSocketManager | undefined;
+  private run: DiscordRun | undefined;
   /** Each shard's session, for resuming; the library updates it as dispatches arrive. */
   private readonly sessions = new Map<number, SessionInfo>();
   /** The bot's user id, from READY: its mentions address it, its own messages are skipped. */
@@ -84,7 +97,7 @@ export class DiscordConnection {
   }
 
   private startRun(hand: DiscordHand): void {
-    if (this.closed || this.manager !== undefined) return;
+    if (this.closed || this.run !== undefined) return;
     const { logger } = this.options;
     const manager = new WebSocketManager({
       token: this.options.token,
@@ -97,25 +110,36 @@ export class DiscordConnection {
         else this.sessions.set(shardId, info);
       },
     });
-    this.manager = manager;
+    let settle!: () => void;
+    const run: DiscordRun = { manager, settled: new Promise<void>((resolve) => (settle = resolve)), stopped: false, destroying: false };
+    this.run = run;
     manager.on(WebSocketShardEvents.Dispatch, (payload) => this.dispatch(payload, hand));
-    manager.on(WebSocketShardEvents.Ready, (_data, shardId) => {
+    const handshakeEnded = (what: string, shardId: number) => {
+      settle();
+      if (run.destroying) {
+        // The library reconnected a run that was stopped (see stopRun): it is ended once more, now that no handshake is under way.
+        setImmediate(() => void (async () => manager.destroy({ reason: 'threadline stopped' }))().catch(() => {}));
+        return;
+      }
       this.restartMs = RESTART_FIRST_MS;
-      logger.info({ shard: shardId }, 'discord gateway ready');
-    });
-    manager.on(WebSocketShardEvents.Resumed, (shardId) => logger.info({ shard: shardId }, 'discord gateway resumed'));
+      logger.info({ shard: shardId }, `discord gateway ${what}`);
+    };
+    manager.on(WebSocketShardEvents.Ready, (_data, shardId) => handshakeEnded('ready', shardId));
+    manager.on(WebSocketShardEvents.Resumed, (shardId) => handshakeEnded('resumed', shardId));
     manager.on(WebSocketShardEvents.Closed, (code, shardId) => logger.debug({ shard: shardId, code }, 'discord gateway closed'));
     // What the library does not recover from (a refused token, disallowed intents): a new connection later.
     manager.on(WebSocketShardEvents.Error, (error, shardId) => {
+      settle();
       const hint = /disallowed intents/i.test(error.message) ? ': enable the Message Content Intent on the Bot page of the Developer Portal' : '';
       logger.error({ err: error, shard: shardId }, `discord gateway failed${hint}`);
-      this.restart(manager, hand);
+      this.restart(run, hand);
     });
     // From the root context (pitfall: Long-lived loops holding a request's context).
     runDetached(() =>
       void manager.connect().catch((error: unknown) => {
+        settle();
         logger.error({ err: error }, 'discord gateway could not connect');
-        this.restart(manager, hand);
+        this.restart(run, hand);
       }),
     );
   }
@@ -134,10 +158,12 @@ export class DiscordConnection {
   }
 
   /** Replaces a run that failed with a new one, after a wait that doubles while they keep failing. */
-  private restart(failed: WebSocketManager, hand: DiscordHand): void {
-    if (this.manager !== failed) return;
-    this.manager = undefined;
-    void (async () => failed.destroy({ reason: 'restarting' }))().catch(() => {});
+  private restart(failed: DiscordRun, hand: DiscordHand): void {
+    if (this.run !== failed) return;
+    this.run = undefined;
+    failed.stopped = true;
+    failed.destroying = true;
+    void (async () => failed.manager.destroy({ reason: 'restarting' }))().catch(() => {});
     clearTimeout(this.restartTimer);
     const wait = this.restartMs;
     this.restartMs = Math.min(this.restartMs * 2, RESTART_MOST_MS);
@@ -148,12 +174,38 @@ export class DiscordConnection {
     );
   }
 
-  /** Disconnects the run under way, if any, then waits for the messages it received to be taken. */
+  /**
+   * Disconnects the run under way, if any, then waits for the messages it received to be taken.
+   * A handshake under way is let finish first: destroyed while it waits for HELLO or READY,
+   * @discordjs/ws 2.0.4 reconnects on its own and never resolves the destroy. A run that
+   * reconnects all the same is ended again at its next READY or RESUMED.
+   */
   private async stopRun(): Promise<void> {
     clearTimeout(this.restartTimer);
-    const manager = this.manager;
-    this.manager = undefined;
-    if (manager !== undefined) await (async () => manager.destroy({ reason: 'threadline stopping' }))().catch((error: unknown) => this.options.logger.warn({ err: error }, 'discord gateway did not close cleanly'));
+    const run = this.run;
+    this.run = undefined;
+    if (run !== undefined) {
+      run.stopped = true;
+      await within(run.settled, HANDSHAKE_WAIT_MS);
+      // After the library's own READY listeners, which end its wait.
+      await new Promise((resolve) => setImmediate(resolve));
+      run.destroying = true;
+      const destroyed = (async () => run.manager.destroy({ reason: 'threadline stopping' }))().catch((error: unknown) =>
+        this.options.logger.warn({ err: error }, 'discord gateway did not close cleanly'),
+      );
+      if (!(await within(destroyed, CLOSE_WAIT_MS))) this.options.logger.warn('discord gateway did not close in time; going on');
+    }
     await this.drained();
+  }
+}
+
+/** Whether `work` settled within `ms`. */
+async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([work.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }

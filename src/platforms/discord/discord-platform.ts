@@ -24,6 +24,8 @@ export interface DiscordOptions {
   readonly gatewayLease?: LeaseFactory | undefined;
   /** Least ms between two edits of a live message; 0: no live messages. */
   readonly liveEditMs?: number | undefined;
+  /** REST calls a second across all routes: Discord's global limit for the bot (50 unless it granted more). */
+  readonly requestsPerSecond?: number | undefined;
   /**
    * The longest rate-limit wait the REST client sits out inside a call; a longer one fails the
    * call with its retry-after, and the outbox waits it out (a send never holds its lease that long).
@@ -33,6 +35,8 @@ export interface DiscordOptions {
 
 /** A channel takes about 5 messages or edits every 5 s. */
 export const DISCORD_LIVE_EDIT_MS = 1_200;
+/** Discord's global limit for a bot, unless it granted more. */
+const DISCORD_REQUESTS_PER_SECOND = 50;
 /** Waits up to this are sat out by the REST client, per route bucket or globally, as Discord asks. */
 const INLINE_RATE_LIMIT_MS = 2_000;
 /** Within the delivery lease: a send may take 10 s. */
@@ -73,6 +77,7 @@ export class DiscordPlatform implements Platform {
       retries: 0,
       timeout: REQUEST_TIMEOUT_MS,
       rejectOnRateLimit: (limit) => limit.retryAfter > inlineMs,
+      globalRequestsPerSecond: options.requestsPerSecond ?? DISCORD_REQUESTS_PER_SECOND,
     }).setToken(options.botToken);
     this.threads = new DiscordThreads(this.rest);
     this.connection = new DiscordConnection({ token: options.botToken, rest: this.rest, logger: options.logger, lease: options.gatewayLease });
