@@ -216,7 +216,7 @@ export class FakeDiscord {
   }
 
   /**
-   * Paces each channel as Discord does: `limit` message posts, edits and typings per `windowMs`,
+   * Paces each channel as Discord does: `limit` message posts and edits per `windowMs`,
    * told to the client in X-RateLimit-* headers; a call past the limit is answered 429.
    */
   rateLimitChannels(limit: number, windowMs: number): void {
@@ -251,7 +251,7 @@ export class FakeDiscord {
     const failed = this.failure(route);
     if (failed !== undefined) return failed;
     const channelId = segments[1] ?? '';
-    const paced = channelId === '' || segments[0] !== 'channels' || route.startsWith('GET') ? undefined : this.pace(channelId);
+    const paced = SEND_ROUTES.has(route) ? this.pace(channelId) : undefined;
     if (paced?.status === 429) return paced;
     const headers = paced?.headers ?? {};
     switch (route) {

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ThreadlineError } from '../../src/errors.js';
 import { displayName } from '../../src/platforms/display-name.js';
+import { discordInbound, takenMessage } from '../../src/platforms/discord/discord-inbound.js';
 import { slackInbound } from '../../src/platforms/slack/slack-inbound.js';
 import { telegramInbound } from '../../src/platforms/telegram/telegram-inbound.js';
 import type { InboundMessage } from '../../src/platforms/platform.js';
@@ -57,6 +58,31 @@ describe('inbound parsing of untrusted platform payloads', () => {
     );
     fc.assert(
       fc.property(fc.oneof(fc.anything(), slackLike), fc.boolean(), (event, top) => checkParsed(slackInbound(event, top))),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('discord takenMessage and discordInbound never throw and yield valid or typed-invalid sessions', () => {
+    const bot = '900000000000000001';
+    const snowflake = fc.bigInt({ min: 1n, max: 10n ** 19n }).map(String);
+    const discordLike = fc.record(
+      {
+        id: fc.oneof(snowflake, fc.anything()),
+        channel_id: fc.oneof(snowflake, fc.string({ unit: 'binary' }), fc.anything()),
+        guild_id: fc.oneof(snowflake, fc.anything()),
+        type: fc.oneof(fc.constantFrom(0, 19, 6, 21), fc.anything()),
+        content: fc.oneof(fc.string({ unit: 'grapheme' }).map((text) => `<@${bot}> ${text}`), fc.anything()),
+        author: fc.record({ id: fc.oneof(snowflake, fc.anything()), username: fc.string({ unit: 'binary', maxLength: 400 }), global_name: fc.anything(), bot: fc.anything() }, { requiredKeys: [] }),
+        mentions: fc.oneof(fc.constant([{ id: bot }]), fc.anything()),
+        webhook_id: fc.anything(),
+      },
+      { requiredKeys: [] },
+    );
+    fc.assert(
+      fc.property(fc.oneof(fc.anything(), discordLike), fc.option(snowflake, { nil: undefined }), (data, parent) => {
+        const taken = takenMessage(data, bot);
+        if (taken !== undefined) checkParsed(discordInbound(taken, parent));
+      }),
       { numRuns: 2000 },
     );
   });
