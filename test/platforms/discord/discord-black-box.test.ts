@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import type { FakeDiscord } from '../../../src/testing/index.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeOpenAI, type FakeDiscord, type TestGateway } from '../../../src/testing/index.js';
 import { until, useTestGateways } from '../../helpers/gateway.js';
 
 /**
@@ -7,6 +7,11 @@ import { until, useTestGateways } from '../../helpers/gateway.js';
  * gateway over the fake Gateway, and the answers go out through the fake REST API.
  */
 const startTestGateway = useTestGateways();
+let model: FakeOpenAI | undefined;
+afterEach(async () => {
+  await model?.close();
+  model = undefined;
+});
 
 const channel = (i: number) => String(1_500_000_000_000_000_000n + BigInt(i));
 const thread = (c: number, t: number) => String(1_600_000_000_000_000_000n + BigInt(c * 100 + t));
@@ -84,6 +89,42 @@ describe('Discord, end to end through the fake', () => {
     expect(fake.gateway.stats.identifies).toHaveLength(1);
     expect(fake.sent.map((sent) => sent.content).sort()).toEqual([...texts].sort());
     expect(new Set(fake.sent.map((sent) => sent.content)).size).toBe(30);
+  });
+
+  it('streams an answer as a live message in its thread while the websocket is cut, and takes what was written meanwhile once', async () => {
+    const pieces = ['The answer, written while ', 'the Gateway is away, ', 'arrives whole.'];
+    let g!: TestGateway;
+    const shownInThread = () => g.discord!.messagesIn(thread(2, 1)).map((m) => m.content);
+    model = await FakeOpenAI.start(async (request) => {
+      const asked = String(request.body.messages.at(-1)?.content ?? '');
+      if (!asked.includes('stream')) return FakeOpenAI.text(`Seen: ${asked}`);
+      return FakeOpenAI.streamed(FakeOpenAI.text(pieces.join('')), {
+        pieces,
+        before: async (index) => {
+          if (index === 1) {
+            // The live message is up: cut the socket, and write in another thread while the bot is away.
+            await until(() => shownInThread().length === 1);
+            g.discord!.gateway.cut();
+            await g.discord!.gateway.until(() => g.discord!.gateway.connected === 0);
+            write(g.discord!, thread(2, 2), 'meanwhile');
+          }
+          if (index > 1) await until(() => shownInThread().includes(pieces.slice(0, index).join('')));
+        },
+      });
+    });
+    g = await startTestGateway({ discord: true, llmBaseUrl: model.baseUrl, env: { THREADLINE_DISCORD_EDIT_INTERVAL_MS: '1' } });
+    const fake = g.discord!;
+    fake.addThread(thread(2, 1), channel(2));
+    fake.addThread(thread(2, 2), channel(2));
+    const asked = write(fake, thread(2, 1), 'please stream');
+    await until(() => g.running.gateway.outbox.stats().delivered === 2);
+    expect(shownInThread()).toEqual([pieces.join('')]);
+    expect(fake.messagesIn(thread(2, 2)).map((m) => m.content)).toEqual(['Seen: meanwhile']);
+    // One live message, posted in the thread quoting the question, grown by edits into the answer.
+    expect(fake.sent.filter((sent) => sent.channelId === thread(2, 1))).toEqual([expect.objectContaining({ replyTo: asked })]);
+    expect(fake.edits.every((edit) => edit.channelId === thread(2, 1))).toBe(true);
+    expect(fake.edits.at(-1)!.content).toBe(pieces.join(''));
+    expect(fake.gatewayStats.resumes).toHaveLength(1);
   });
 
   it('holds every call, of every route, for the retry-after of a global 429', async () => {
