@@ -79,6 +79,7 @@ describe('the settings table', () => {
     const secrets = SETTING_NAMES.filter((name) => (SETTINGS[name] as Setting).secret === true);
     expect(secrets.sort()).toEqual(
       [
+        'THREADLINE_DISCORD_BOT_TOKEN',
         'THREADLINE_LLM_API_KEY',
         'THREADLINE_REDIS_URL',
         'THREADLINE_SLACK_BOT_TOKEN',
