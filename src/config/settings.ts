@@ -314,6 +314,14 @@ export const SETTINGS = {
     default: 'https://discord.com/api',
     description: 'REST API root, without the version (a fake in tests); the Gateway URL comes from its `GET /gateway/bot`',
   },
+  THREADLINE_DISCORD_PUBLIC_KEY: {
+    kind: 'text',
+    group: 'discord',
+    default: undefined,
+    format: "the application's public key: 64 hex digits (General Information)",
+    description:
+      'turns on slash commands at `POST /v1/discord/interactions` (the Interactions Endpoint URL), each verified with this key (Ed25519) within 5 minutes of its timestamp; unset, that route is off',
+  },
   THREADLINE_DISCORD_REQUESTS_PER_SECOND: {
     kind: 'integer',
     group: 'discord',

@@ -4,6 +4,7 @@ import { commaList } from '../env-vars.js';
 import { readInstanceId } from '../config/instance-id.js';
 import { readChoice, readFlag, readInteger, readRedisUrl, readText, readUrl } from '../config/read-setting.js';
 import { Admins } from './commands/admins.js';
+import { isDiscordPublicKey } from '../platforms/discord/discord-signature.js';
 import { parseKeepBaggage, type KeepBaggage } from '../session/index.js';
 import { readToolsConfig, type ToolsConfig } from '../tools/tools-config.js';
 
@@ -33,6 +34,8 @@ export interface DiscordConfig {
   readonly liveEditMs: number;
   /** THREADLINE_DISCORD_REQUESTS_PER_SECOND: the global limit the REST client keeps to. */
   readonly requestsPerSecond: number;
+  /** THREADLINE_DISCORD_PUBLIC_KEY: set, slash commands come in over HTTP interactions too. */
+  readonly publicKey: string | undefined;
 }
 
 /** Several instances sharing one Redis (THREADLINE_REDIS_URL and the settings beside it). */
@@ -277,6 +280,10 @@ function discordConfig(env: NodeJS.ProcessEnv): DiscordConfig | undefined {
   const apiRoot = readUrl(env, 'THREADLINE_DISCORD_API_ROOT').replace(/\/$/, '');
   const liveEditMs = readInteger(env, 'THREADLINE_DISCORD_EDIT_INTERVAL_MS');
   const requestsPerSecond = readInteger(env, 'THREADLINE_DISCORD_REQUESTS_PER_SECOND');
+  const publicKey = readText(env, 'THREADLINE_DISCORD_PUBLIC_KEY');
+  if (publicKey !== undefined && !isDiscordPublicKey(publicKey)) {
+    throw new ConfigError('THREADLINE_DISCORD_PUBLIC_KEY', "is not 64 hex digits: copy the Public Key from the application's General Information page");
+  }
   const botToken = readText(env, 'THREADLINE_DISCORD_BOT_TOKEN');
-  return botToken === undefined ? undefined : { botToken, apiRoot, liveEditMs, requestsPerSecond };
+  return botToken === undefined ? undefined : { botToken, apiRoot, liveEditMs, requestsPerSecond, publicKey };
 }

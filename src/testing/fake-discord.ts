@@ -1,3 +1,4 @@
+import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { parseFormBody, type FormValue } from './fake-telegram.js';
 import { FakeDiscordGateway, type FakeGatewayStats } from './fake-discord-gateway.js';
 import { startLocalServer, type LocalRequest, type LocalResponse, type LocalServer } from './local-server.js';
@@ -62,6 +63,19 @@ export interface DiscordUserMessage {
   readonly bot?: boolean;
 }
 
+/** A slash command a user runs, as Discord POSTs it to the Interactions Endpoint URL. */
+export interface DiscordSlashCommand {
+  /** The channel it is used in: a thread's own channel in a thread (see addThread). */
+  readonly channelId: string;
+  /** The command's name: `ask` takes its text option as the message. */
+  readonly name: string;
+  /** Its options' values, by option name (strings). */
+  readonly options?: Readonly<Record<string, string>>;
+  /** The server; `null` for a direct message. Default: the fake's one server. */
+  readonly guildId?: string | null;
+  readonly authorId?: string;
+}
+
 /** How failNext answers: the status, and for a 429 its wait in seconds and whether the limit is global. */
 export interface DiscordFailure {
   readonly status: number;
@@ -118,12 +132,20 @@ export class FakeDiscord {
   private pacing: { limit: number; windowMs: number } | undefined;
   private readonly windows = new Map<string, { start: number; used: number }>();
   private nextId = 1_300_000_000_000_000_000n;
+  /** The application's signing key: Discord signs every interaction it POSTs. */
+  private readonly signingKey: KeyObject;
+  /** The application's public key, hex, as THREADLINE_DISCORD_PUBLIC_KEY takes it. */
+  readonly publicKey: string;
 
   private constructor(
     private readonly server: LocalServer,
     readonly gateway: FakeDiscordGateway,
     private readonly token: string,
-  ) {}
+  ) {
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    this.signingKey = privateKey;
+    this.publicKey = Buffer.from(publicKey.export({ format: 'jwk' }).x!, 'base64url').toString('hex');
+  }
 
   static async start(options: FakeDiscordOptions = {}): Promise<FakeDiscord> {
     const token = options.token ?? DEFAULT_TOKEN;
@@ -192,6 +214,45 @@ export class FakeDiscord {
       timestamp: new Date().toISOString(),
     });
     return id;
+  }
+
+  /**
+   * The interaction of a slash command (type 2) as Discord sends it: the channel it was used in
+   * (with its type, and its parent when it is a thread the fake knows), and who used it.
+   */
+  slashCommand(command: DiscordSlashCommand): object {
+    const guildId = command.guildId === undefined ? FAKE_DISCORD_GUILD : command.guildId;
+    const parent = this.threads.get(command.channelId);
+    const user = { id: command.authorId ?? '1000000000000000100', username: 'ann', global_name: 'Ann' };
+    return {
+      id: this.snowflake(),
+      application_id: APPLICATION_ID,
+      type: 2,
+      token: `interaction-token-${this.snowflake()}`,
+      version: 1,
+      channel_id: command.channelId,
+      channel: parent === undefined ? { id: command.channelId, type: guildId === null ? 1 : 0 } : { id: command.channelId, type: 11, parent_id: parent },
+      ...(guildId === null ? { user } : { guild_id: guildId, member: { user } }),
+      data: {
+        id: '1000000000000000004',
+        name: command.name,
+        type: 1,
+        options: Object.entries(command.options ?? {}).map(([name, value]) => ({ name, type: 3, value })),
+      },
+    };
+  }
+
+  /**
+   * The raw body (the interaction as JSON, or a string as it is) and headers Discord POSTs an interaction with: X-Signature-Ed25519 over
+   * X-Signature-Timestamp and the body, made with the application's key (or, with
+   * `forged`, another one), at `timestamp` (default now).
+   */
+  signInteraction(interaction: object | string, options: { readonly timestamp?: number; readonly forged?: boolean } = {}): { readonly body: string; readonly headers: Record<string, string> } {
+    const body = typeof interaction === 'string' ? interaction : JSON.stringify(interaction);
+    const timestamp = String(options.timestamp ?? Math.floor(Date.now() / 1000));
+    const key = options.forged ? generateKeyPairSync('ed25519').privateKey : this.signingKey;
+    const signature = sign(null, Buffer.from(timestamp + body), key).toString('hex');
+    return { body, headers: { 'content-type': 'application/json', 'x-signature-ed25519': signature, 'x-signature-timestamp': timestamp } };
   }
 
   /** The bot's messages in a channel and its threads as Discord shows them now, oldest first: edits applied, files alone left out. */

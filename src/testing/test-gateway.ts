@@ -109,6 +109,8 @@ export interface TestGateway {
   sendTelegram(update: object, secret?: string): Promise<SendResult>;
   /** POSTs a Slack Events API body, signed with the signing secret (or `signingSecret`). */
   sendSlack(body: object, signingSecret?: string): Promise<SendResult>;
+  /** POSTs a Discord interaction (`discord.slashCommand(…)`) to the Interactions endpoint, signed as Discord signs it (or `forged`). */
+  sendDiscordInteraction(interaction: object, options?: { readonly forged?: boolean; readonly timestamp?: number }): Promise<SendResult>;
   /** Resolves with the trace's spans once spans of all `names` have ended. */
   waitForSpans(traceId: string, names: readonly string[], timeoutMs?: number): Promise<ReadableSpan[]>;
   /**
@@ -181,6 +183,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       : {
           THREADLINE_DISCORD_BOT_TOKEN: TEST_SECRETS.discordBotToken,
           THREADLINE_DISCORD_API_ROOT: discord.apiRoot,
+          THREADLINE_DISCORD_PUBLIC_KEY: discord.publicKey,
           // The fake takes what it is sent at once: tests of many messages are not paced at Discord's 50 a second.
           THREADLINE_DISCORD_REQUESTS_PER_SECOND: '10000',
         }),
@@ -261,6 +264,11 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
         'x-slack-request-timestamp': timestamp,
         'x-slack-signature': slackSignature(signingSecret, timestamp, raw),
       });
+    },
+    sendDiscordInteraction: (interaction, signing = {}) => {
+      if (discord === undefined) throw new Error('sendDiscordInteraction needs startTestGateway({ discord: true })');
+      const { body, headers } = discord.signInteraction(interaction, signing);
+      return post('/v1/discord/interactions', body, headers);
     },
     waitForSpans,
     routingProblems: async (traceId, expected) => {

@@ -5,7 +5,7 @@ import { rawConnection, useBoundedGateway } from '../helpers/raw-http.js';
 
 let gateway: TestGateway;
 beforeAll(async () => {
-  gateway = await startTestGateway({ telegram: true, slack: true });
+  gateway = await startTestGateway({ telegram: true, slack: true, discord: true });
 });
 afterAll(async () => {
   await gateway.stop();
@@ -75,6 +75,19 @@ describe('hostile HTTP input', () => {
         expect(await raw('/v1/slack/events', text, { 'content-type': 'application/json' })).toBe(401);
         const answer = await gateway.sendSlack(JSON.parse(text) as object);
         expect([200, 400]).toContain(answer.status);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe('hostile Discord interactions', () => {
+  it('the Discord interactions endpoint answers 401 to unsigned bodies and never 5xx to signed ones', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(fc.json(), fc.string()), async (text) => {
+        expect(await raw('/v1/discord/interactions', text, { 'content-type': 'application/json' })).toBe(401);
+        const signed = gateway.discord!.signInteraction(text);
+        expect([200, 400]).toContain(await raw('/v1/discord/interactions', signed.body, signed.headers));
       }),
       { numRuns: 200 },
     );

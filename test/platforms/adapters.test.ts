@@ -123,8 +123,8 @@ const discord: AdapterHarness = {
     g.discord!.userMessage({ channelId: discordChannel(g, m.chatId, m.threadId), content: m.text });
     return 200;
   },
-  // Messages come over the bot's own Gateway connection: nothing unsigned reaches an HTTP route.
-  badAuth: async () => 401,
+  // Messages come over the bot's own Gateway connection; slash commands, signed, over HTTP.
+  badAuth: async (g) => (await g.sendDiscordInteraction(g.discord!.slashCommand({ channelId: discord.chat(1), name: 'ask', options: { text: 'x' } }), { forged: true })).status,
   sent: (g) => g.discord!.sent.map((s) => ({ ...discordPlace(s.channelId), chatId: discordPlace(s.channelId).chatId ?? s.channelId, text: s.content, replyTo: s.replyTo })),
   rateLimitNext: (g, seconds) => g.discord!.failNext(1, { status: 429, retryAfter: seconds }),
   // @discordjs/rest sits out a wait this short per its route bucket; a longer one goes to the outbox (see discord-rate-limits).

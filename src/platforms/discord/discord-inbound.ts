@@ -56,7 +56,7 @@ export function takenMessage(data: unknown, botId: string): DiscordMessage | und
  * message written in a thread: the chat is then that channel and the thread id the thread's
  * channel id, so replies are sent into the thread (pitfall: Replies that lose their thread).
  */
-export function discordInbound(message: DiscordMessage, parentId: string | undefined): InboundMessage {
+export function discordInbound(message: DiscordMessage, parentId: string | undefined, anchored = true): InboundMessage {
   const inThread = parentId !== undefined && parentId !== message.channelId;
   return {
     session: {
@@ -66,7 +66,8 @@ export function discordInbound(message: DiscordMessage, parentId: string | undef
       ...(inThread ? { threadId: message.channelId } : {}),
       userId: message.authorId,
       ...(message.authorName === undefined ? {} : { userName: message.authorName }),
-      messageId: message.id,
+      // A slash command is no message a reply could quote (`anchored` false).
+      ...(anchored ? { messageId: message.id } : {}),
     },
     text: message.text,
   };

@@ -1,15 +1,18 @@
 import { DiscordAPIError, HTTPError, RateLimitError, REST, type RawFile } from '@discordjs/rest';
-import { Routes, type APIAllowedMentions, type APIMessage, type RESTPostAPIChannelMessageJSONBody } from 'discord-api-types/v10';
+import { InteractionResponseType, MessageFlags, Routes, type APIAllowedMentions, type APIMessage, type RESTPostAPIChannelMessageJSONBody } from 'discord-api-types/v10';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
 import type { LeaseFactory } from '../../lease/lease.js';
 import type { Destination } from '../../session/delivery.js';
-import { inboundContext, runDetached, type InboundOptions, type KeepBaggage } from '../../session/index.js';
+import { inboundContext, runDetached, type InboundHeaders, type InboundOptions, type KeepBaggage } from '../../session/index.js';
 import { safeUrl } from '../../text/redact-secrets.js';
-import type { Intake, OutboundMessage, Platform, PresenceTarget } from '../platform.js';
+import type { AcceptedMessage, Intake, OutboundMessage, Platform, PresenceTarget } from '../platform.js';
+import type { KeyObject } from 'node:crypto';
 import { DiscordConnection } from './discord-connection.js';
 import { discordInbound, isSnowflake, takenMessage, type DiscordMessage } from './discord-inbound.js';
+import { discordInteraction, type DiscordCommand } from './discord-interaction.js';
+import { discordPublicKey, discordSignatureValid } from './discord-signature.js';
 import { discordNonce, discordPieces } from './discord-text.js';
 import { DiscordThreads } from './discord-threads.js';
 
@@ -26,6 +29,8 @@ export interface DiscordOptions {
   readonly liveEditMs?: number | undefined;
   /** REST calls a second across all routes: Discord's global limit for the bot (50 unless it granted more). */
   readonly requestsPerSecond?: number | undefined;
+  /** The application's public key (hex): set, slash commands come in at DISCORD_INTERACTIONS_PATH. */
+  readonly publicKey?: string | undefined;
   /**
    * The longest rate-limit wait the REST client sits out inside a call; a longer one fails the
    * call with its retry-after, and the outbox waits it out (a send never holds its lease that long).
@@ -35,6 +40,10 @@ export interface DiscordOptions {
 
 /** A channel takes about 5 messages or edits every 5 s. */
 export const DISCORD_LIVE_EDIT_MS = 1_200;
+export const DISCORD_INTERACTIONS_PATH = '/v1/discord/interactions';
+const SIGNATURE_HEADER = 'x-signature-ed25519';
+const TIMESTAMP_HEADER = 'x-signature-timestamp';
+const MAX_INTERACTION_BYTES = 64 * 1024;
 /** Discord's global limit for a bot, unless it granted more. */
 const DISCORD_REQUESTS_PER_SECOND = 50;
 /** Waits up to this are sat out by the REST client, per route bucket or globally, as Discord asks. */
@@ -66,8 +75,11 @@ export class DiscordPlatform implements Platform {
   private readonly connection: DiscordConnection;
   private readonly threads: DiscordThreads;
   private readonly inbound: InboundOptions;
+  /** Verifies interactions; undefined when slash commands are off. */
+  private readonly publicKey: KeyObject | undefined;
 
   constructor(private readonly options: DiscordOptions) {
+    this.publicKey = options.publicKey === undefined ? undefined : discordPublicKey(options.publicKey);
     this.inbound = { authenticated: true, keepBaggage: options.keepBaggage ?? false };
     const inlineMs = options.inlineRateLimitMs ?? INLINE_RATE_LIMIT_MS;
     this.rest = new REST({
@@ -83,7 +95,61 @@ export class DiscordPlatform implements Platform {
     this.connection = new DiscordConnection({ token: options.botToken, rest: this.rest, logger: options.logger, lease: options.gatewayLease });
   }
 
-  register(_app: FastifyInstance, _intake: Intake): void {}
+  /**
+   * Slash commands, when a public key is set: Discord POSTs each interaction, signed (Ed25519
+   * over timestamp and raw body). A PING is answered PONG; a command is taken as a message of
+   * its channel or thread and answered at once with its text quoted (the answer follows as a
+   * message there); a command the gateway cannot take now is answered only to its user.
+   */
+  register(app: FastifyInstance, intake: Intake): void {
+    const publicKey = this.publicKey;
+    if (publicKey === undefined) return;
+    // Encapsulated: only this route sees its body as the raw string the signature covers.
+    void app.register(async (scope) => {
+      scope.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: MAX_INTERACTION_BYTES }, (_request, body, done) => done(null, body));
+      scope.post(DISCORD_INTERACTIONS_PATH, { config: { platform: this.name } }, async (request, reply) => {
+        const raw = request.body as string;
+        const header = (name: string) => (typeof request.headers[name] === 'string' ? (request.headers[name] as string) : undefined);
+        if (!discordSignatureValid(publicKey, header(TIMESTAMP_HEADER), header(SIGNATURE_HEADER), raw)) {
+          throw new ThreadlineError('TL_UNAUTHORIZED', 'Discord signature missing, wrong or outside the 5-minute window');
+        }
+        let body: unknown;
+        try {
+          body = JSON.parse(raw);
+        } catch {
+          throw new ThreadlineError('TL_BAD_REQUEST', 'The Discord interaction body is not JSON');
+        }
+        const interaction = discordInteraction(body);
+        if (interaction.kind === 'ping') return reply.send({ type: InteractionResponseType.Pong });
+        if (interaction.kind === 'other') return reply.send(onlyToUser('threadline takes slash commands only.'));
+        try {
+          await this.takeCommand(intake, interaction, request.headers);
+        } catch (error) {
+          // Discord shows its own failure for anything but an interaction response: say why instead.
+          if (!(error instanceof ThreadlineError)) throw error;
+          return reply.send(onlyToUser(`Not taken: ${error.message}`));
+        }
+        return reply.send({
+          type: InteractionResponseType.ChannelMessageWithSource,
+          data: { content: discordPieces(`> ${interaction.text}`)[0], allowed_mentions: NO_PINGS },
+        });
+      });
+    });
+  }
+
+  /** A slash command to intake, as a message of the channel or thread it was used in (nothing to quote). */
+  private async takeCommand(intake: Intake, command: DiscordCommand, headers: InboundHeaders): Promise<AcceptedMessage> {
+    let parent = command.parentId;
+    if (!command.known && command.guildId !== undefined) {
+      try {
+        parent = await this.threads.parentOf(command.channelId);
+      } catch (error) {
+        throw new ThreadlineError('TL_STARTING', `Discord did not say where the command was used (${messageOf(error)}); try again`, { cause: error });
+      }
+    }
+    const message = discordInbound(command, parent, false);
+    return intake.accept(message, inboundContext(headers, this.inbound), { key: `discord:interaction:${command.id}`, ttlMs: DISCORD_IDEMPOTENCY_MS });
+  }
 
   /** Connects the Gateway once the gateway takes messages. */
   start(intake: Intake): void {
@@ -185,9 +251,10 @@ export class DiscordPlatform implements Platform {
     }
   }
 
-  describe(): string {
+  describe(baseUrl: string): string {
     const lease = this.options.gatewayLease === undefined ? '' : ' (on the instance holding the Gateway lease)';
-    return `discord: Gateway from ${safeUrl(this.options.apiRoot)}/v10/gateway/bot${lease}`;
+    const commands = this.publicKey === undefined ? '' : `, slash commands at POST ${baseUrl}${DISCORD_INTERACTIONS_PATH}`;
+    return `discord: Gateway from ${safeUrl(this.options.apiRoot)}/v10/gateway/bot${lease}${commands}`;
   }
 
   /**
@@ -217,6 +284,11 @@ export class DiscordPlatform implements Platform {
   private parentOf(message: DiscordMessage): Promise<string | undefined> {
     return message.guildId === undefined ? Promise.resolve(undefined) : this.threads.parentOf(message.channelId);
   }
+}
+
+/** An interaction response only its user sees. */
+function onlyToUser(content: string): object {
+  return { type: InteractionResponseType.ChannelMessageWithSource, data: { content, flags: MessageFlags.Ephemeral, allowed_mentions: NO_PINGS } };
 }
 
 /** The channel a destination's messages go to: the thread's own channel when there is a thread. */

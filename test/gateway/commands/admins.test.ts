@@ -130,7 +130,23 @@ const slack: Harness = {
   replies: (g) => g.slack!.sent.map((s) => ({ chatId: s.channel, text: s.text })),
 };
 
-const users = { webhook: ['alice:1', 'bob'], telegram: ['42', '43'], slack: ['U42', 'U43'] } as const;
+const discord: Harness = {
+  platform: 'discord',
+  options: { discord: true },
+  env: {},
+  send: async (g, chat, userId, text) => {
+    const id = g.discord!.userMessage({ channelId: discord.chat(chat), authorId: userId, content: text });
+    // Gateway messages get no HTTP answer: the trace is the one the reply to the message came from.
+    const traceOf = async () => (await g.deliveries()).find((delivery) => delivery.origin.session.messageId === id)?.origin.origin?.traceId;
+    await until(async () => (await traceOf()) !== undefined);
+    return (await traceOf())!;
+  },
+  chat: (i) => String(1800000000000000000n + BigInt(i)),
+  entry: (userId) => `discord:${userId}`,
+  replies: (g) => g.discord!.sent.map((s) => ({ chatId: s.channelId, text: s.content })),
+};
+
+const users = { webhook: ['alice:1', 'bob'], telegram: ['42', '43'], slack: ['U42', 'U43'], discord: ['1100000000000000042', '1100000000000000043'] } as const;
 
 /** Waits for the reply in `chatId` and returns its text. */
 async function replyIn(g: TestGateway, harness: Harness, chatId: string): Promise<string> {
@@ -157,7 +173,7 @@ async function homeChat(g: TestGateway, harness: Harness, id: string): Promise<s
   return harness.replies(g).find((r) => r.text === 'digest')!.chatId;
 }
 
-describe.each([webhook, telegram, slack])('/sethome on $platform', (harness) => {
+describe.each([webhook, telegram, slack, discord])('/sethome on $platform', (harness) => {
   const [admin, stranger] = users[harness.platform as keyof typeof users];
 
   it('moves the home for an admin, and only refuses, records and logs for anyone else', async () => {
