@@ -11,6 +11,7 @@ const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`]+/gi;
 const SHAPED_SECRETS: readonly [RegExp, string][] = [
   [/\bxox[a-z]-[\w-]+/gi, 'xox-<redacted>'], // Slack tokens
   [/\b\d{5,}:[\w-]{30,}/g, '<redacted>'], // a Telegram bot token outside a URL
+  [/\b[\w-]{23,28}\.[\w-]{6,7}\.[\w-]{27,40}\b/g, '<redacted>'], // a Discord bot token: id, time and HMAC, base64url
   [/\b(Bearer|Basic)\s+[\w.~+/=-]+/gi, '$1 <redacted>'],
 ];
 /** Cheap pre-check: text without these characters has nothing to redact in a URL. */

@@ -7,7 +7,9 @@ import { createLogger } from '../../src/telemetry/index.js';
 
 const TOKEN = '5550001234:AAHtelegramTokenSecretForThreadline01';
 const SLACK_TOKEN = 'xoxb-1111-2222-slackBotTokenSecret';
-const SECRETS = [TOKEN, TOKEN.split(':')[1]!, SLACK_TOKEN, 'hook-password', 'query-token', 'bearer-secret', 'cookie-secret'];
+/** Shaped as Discord's: the bot's id, a time and an HMAC, base64url, dot-separated. */
+const DISCORD_TOKEN = 'MTA5ODc2NTQzMjEwOTg3NjU0.GhJkLm.discordBotTokenSecretForThreadline01';
+const SECRETS = [TOKEN, TOKEN.split(':')[1]!, SLACK_TOKEN, DISCORD_TOKEN, DISCORD_TOKEN.split('.')[2]!, 'hook-password', 'query-token', 'bearer-secret', 'cookie-secret'];
 
 /** What the logger wrote, as one string, at debug level. */
 function logged(write: (logger: ReturnType<typeof createLogger>) => void): string {
@@ -46,6 +48,22 @@ describe('no secret in a log line', () => {
     const text = logged((logger) => logger.error({ err: slackError }, 'slack send failed'));
     for (const secret of SECRETS) expect(text).not.toContain(secret);
     expect(text).toContain('slack send failed');
+  });
+
+  it("keeps a Discord bot token out: the REST client's error, and the token as text (an Authorization header echoed in a message)", async () => {
+    const { REST } = await import('@discordjs/rest');
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const closed = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api`;
+    await new Promise((resolve) => server.close(resolve));
+    const discordError = await new REST({ api: closed, retries: 0 }).setToken(DISCORD_TOKEN).get('/users/@me').catch((error: unknown) => error);
+    const text = logged((logger) => {
+      logger.error({ err: discordError }, 'discord send failed');
+      logger.warn(`sent Authorization: Bot ${DISCORD_TOKEN}`);
+      logger.error({ err: new Error(`refused token ${DISCORD_TOKEN}`) }, 'discord gateway failed');
+    });
+    for (const secret of SECRETS) expect(text).not.toContain(secret);
+    expect(text).toContain('discord send failed');
   });
 
   it('leaves out the objects an error carries (an HTTP client error with its request options and headers)', () => {
