@@ -1,7 +1,7 @@
 /**
  * `threadline doctor`: what start-up needs, checked without starting: the configuration, the
- * data dir and its lock, the store, the shared Redis when one is set, where telemetry goes,
- * and the context manager. One line per check (a warning marked `!`); exit 1 if any fails.
+ * data dir and its lock, the store, the shared Redis when one is set, the Discord bot token
+ * when one is set, where telemetry goes, and the context manager. One line per check (a warning marked `!`); exit 1 if any fails.
  * It holds the data-dir lock only while it checks, and writes nothing to Redis.
  */
 import { existsSync, mkdirSync, mkdtempSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -21,6 +21,7 @@ import { otlpEndpoint } from '../telemetry/otlp-endpoint.js';
 import { STORE_FILE } from '../store/store-file.js';
 import { safeUrl } from '../text/redact-secrets.js';
 import type { CliIo } from './io.js';
+import { checkDiscord } from './doctor-discord.js';
 import { printable } from '../text/printable.js';
 
 /** How long an exporter endpoint gets to accept a TCP connection. */
@@ -42,7 +43,7 @@ export interface DoctorOptions {
 export function registerDoctor(program: Command, io: CliIo, options: DoctorOptions = {}): void {
   program
     .command('doctor')
-    .description('check what start-up needs: configuration, data dir and lock, store, Redis, telemetry endpoint, context manager')
+    .description('check what start-up needs: configuration, data dir and lock, store, Redis, Discord, telemetry endpoint, context manager')
     .action(async () => {
       const results = await runDoctor(io.env, options);
       const colors = pc.createColors(io.color === true);
@@ -66,6 +67,7 @@ async function runDoctor(env: NodeJS.ProcessEnv, options: DoctorOptions = {}): P
   if (writable.ok) results.push(...(await checkLockAndStore(dataDir)));
   else results.push({ ok: false, line: `store not checked: the data dir ${dataDir} is unusable` });
   results.push(...(await checkRedisBackend(env)));
+  results.push(...(await checkDiscord(env)));
   const telemetry = telemetryConfigOf(env);
   if (telemetry === undefined) {
     results.push({ ok: false, line: 'telemetry endpoints not checked: the telemetry configuration is invalid' });

@@ -132,6 +132,8 @@ export class FakeDiscord {
   private pacing: { limit: number; windowMs: number } | undefined;
   private readonly windows = new Map<string, { start: number; used: number }>();
   private nextId = 1_300_000_000_000_000_000n;
+  /** The application's flags: GATEWAY_MESSAGE_CONTENT_LIMITED (the intent on, in fewer than 100 servers) unless told otherwise. */
+  private applicationFlags = 1 << 19;
   /** The application's signing key: Discord signs every interaction it POSTs. */
   private readonly signingKey: KeyObject;
   /** The application's public key, hex, as THREADLINE_DISCORD_PUBLIC_KEY takes it. */
@@ -284,6 +286,11 @@ export class FakeDiscord {
     this.pacing = { limit, windowMs };
   }
 
+  /** Turns the Message Content Intent on or off in the application's flags (GET /applications/@me). */
+  messageContentIntent(enabled: boolean): void {
+    this.applicationFlags = enabled ? 1 << 19 : 0;
+  }
+
   /** Calls answered 429, of any route. */
   get rateLimited(): number {
     return this.calls.filter((call) => call.status === 429).length;
@@ -323,6 +330,8 @@ export class FakeDiscord {
         };
       case 'GET /users/@me':
         return { status: 200, body: { id: FAKE_DISCORD_BOT.id, username: FAKE_DISCORD_BOT.username, bot: true, discriminator: '0', global_name: null, avatar: null } };
+      case 'GET /applications/@me':
+        return { status: 200, body: { id: APPLICATION_ID, name: 'threadline', flags: this.applicationFlags, bot_public: false } };
       case 'GET /channels/:id': {
         const parent = this.threads.get(channelId);
         return {
