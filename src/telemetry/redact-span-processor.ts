@@ -24,6 +24,8 @@ const ROUTING_ID_KEYS = [
 ];
 /** formatDestination's `platform:chat[:thread]`, on gateway.deliver. */
 const DESTINATION_KEY = 'delivery.destination';
+/** Ids a REST API puts in its paths (Discord's channel and message snowflakes): under the span privacy, like chat.id. */
+const PATH_ID = /\/(\d{15,20})(?=[/?#]|$)/g;
 
 /**
  * Takes secrets out of every span before any exporter sees it: URLs keep origin and path
@@ -34,7 +36,8 @@ const DESTINATION_KEY = 'delivery.destination';
  * start are covered.
  *
  * It also gives the ids set by hand (routing.*.chat.id, routing.*.chat.thread.id,
- * delivery.destination, on the span and on its routing.mismatch event) the span privacy
+ * delivery.destination, on the span and on its routing.mismatch event), and the long numeric
+ * ids in URL paths (Discord's REST API names channels there), the span privacy
  * the SessionSpanProcessor stamps chat.id with: in `hmac` the same pseudonyms (so one
  * Jaeger search finds a chat's message and delivery spans), in `off` no id at all
  * (delivery.destination keeps its platform). In `plain` they are left as set.
@@ -64,7 +67,8 @@ export class RedactSpanProcessor implements SpanProcessor {
     const id = this.id;
     for (const key in attributes) {
       const value = attributes[key];
-      const safe = safeValue(key, value);
+      let safe = safeValue(key, value);
+      if (id !== undefined && typeof safe === 'string' && (URL_KEYS.includes(key) || PATH_KEYS.includes(key))) safe = this.privatePath(safe);
       if (safe !== value && safe !== undefined) span.setAttribute(key, safe);
       // Off `plain` only; a first-character test keeps most keys (chat.*, session.*) at one comparison.
       else if (id !== undefined && value !== undefined && maybeIdKey(key)) this.privateId(span, key, value, id);
@@ -103,6 +107,12 @@ export class RedactSpanProcessor implements SpanProcessor {
     // No setter removes an attribute; until onEnd the span is still writable, and its own.
     if (hidden === undefined) delete (span.attributes as Record<string, unknown>)[key];
     else if (hidden !== value) span.setAttribute(key, hidden);
+  }
+
+  /** A URL or path with the ids in its path as the privacy setting shows them: pseudonyms in `hmac`, `:id` in `off`. */
+  private privatePath(url: string): string {
+    if (!/\d{15}/.test(url)) return url;
+    return url.replace(PATH_ID, (_segment, digits: string) => `/${this.hide(digits) ?? ':id'}`);
   }
 
   /** The event itself when nothing in it changes (the usual case), else a copy with safe attributes. */

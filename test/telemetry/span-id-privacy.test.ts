@@ -150,3 +150,27 @@ describe('exception events', () => {
     for (const secret of ['pa55', token.split(':')[1]!, 'key=q1']) expect(JSON.stringify(event.attributes)).not.toContain(secret);
   });
 });
+
+describe('ids in URL paths (Discord names channels in its REST paths)', () => {
+  const CHANNEL = '1234567890123456789';
+  const url = `https://discord.com/api/v10/channels/${CHANNEL}/messages/${CHANNEL}9`;
+
+  function client(options?: SessionAttributeOptions): Attributes {
+    const tracing = tracingFor(options);
+    tracing.exporter.reset();
+    tracing.tracer.startSpan('POST', { attributes: { 'url.full': url, 'url.path': new URL(url).pathname } }).end();
+    return tracing.span('POST').attributes;
+  }
+
+  it('shows them as pseudonyms in hmac, the ones chat.id gets', () => {
+    expect(client(HMAC)).toMatchObject({
+      'url.full': `https://discord.com/api/v10/channels/${p(CHANNEL)}/messages/${p(`${CHANNEL}9`)}`,
+      'url.path': `/api/v10/channels/${p(CHANNEL)}/messages/${p(`${CHANNEL}9`)}`,
+    });
+  });
+
+  it('leaves no id in off, and leaves them as they are in plain', () => {
+    expect(client(OFF)).toMatchObject({ 'url.full': 'https://discord.com/api/v10/channels/:id/messages/:id', 'url.path': '/api/v10/channels/:id/messages/:id' });
+    expect(client()['url.full']).toBe(url);
+  });
+});
