@@ -12,7 +12,6 @@ import type { Tool } from '../tools/tool.js';
 import { connectMcpServers } from '../tools/mcp/connect-mcp-servers.js';
 import { parseMcpServers, type McpServerConfig } from '../tools/mcp/mcp-servers-config.js';
 import type { Platform } from '../platforms/platform.js';
-import { DiscordPlatform } from '../platforms/discord/discord-platform.js';
 import { SlackPlatform } from '../platforms/slack/slack-platform.js';
 import { TelegramPlatform } from '../platforms/telegram/telegram-platform.js';
 import { WebhookPlatform } from '../platforms/webhook/webhook-platform.js';
@@ -122,6 +121,8 @@ async function assembleGateway(
   }
   if (config.slack !== undefined) platforms.push(new SlackPlatform({ ...config.slack, logger, keepBaggage: config.inboundBaggage }));
   if (config.discord !== undefined) {
+    // Loaded only when on: its libraries take a quarter of a second to load.
+    const { DiscordPlatform } = await import('../platforms/discord/discord-platform.js');
     // One Gateway connection at a time: two would each get every message.
     const gatewayLease = backend === undefined ? {} : { gatewayLease: backend.leases };
     platforms.push(new DiscordPlatform({ ...config.discord, logger, keepBaggage: config.inboundBaggage, ...gatewayLease }));
