@@ -1,10 +1,12 @@
 import type { REST } from '@discordjs/rest';
-import { WebSocketManager, WebSocketShardEvents, type SessionInfo } from '@discordjs/ws';
+import { CloseCodes, WebSocketManager, WebSocketShardEvents, type SessionInfo } from '@discordjs/ws';
 import { GatewayDispatchEvents, GatewayIntentBits, type GatewayDispatchPayload } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
+import type { HandoverStateFactory } from '../../lease/handover-state.js';
 import type { Lease, LeaseFactory } from '../../lease/lease.js';
 import { runDetached } from '../../session/index.js';
 import { isSnowflake } from './discord-inbound.js';
+import { DiscordSessionHandover } from './discord-session-handover.js';
 
 /** The lease's name: one Gateway connection per bot token's deployment. */
 export const DISCORD_GATEWAY_LEASE = 'discord-gateway';
@@ -27,17 +29,16 @@ export interface DiscordConnectionOptions {
    * lease (two connections would each get every message). Unset, this instance connects alone.
    */
   readonly lease?: LeaseFactory | undefined;
+  /**
+   * Where the session is kept for the next connection (after a restart, or on the instance
+   * that takes the lease over), so it resumes and Discord replays what came meanwhile.
+   */
+  readonly handover?: HandoverStateFactory | undefined;
 }
 
 /** Takes one MESSAGE_CREATE's data, with the bot's own user id; the next waits for it. */
 export type DiscordHand = (data: unknown, botId: string) => Promise<void>;
 
-/**
- * The bot's Gateway connection through @discordjs/ws: identified with the message intents,
- * heartbeating, and resumed after a disconnect (session id and sequence), so Discord replays
- * what was dispatched meanwhile. Messages are handed on one at a time, in the order Discord
- * numbered them; close() lets every one received be taken before it resolves.
- */
 /** One WebSocketManager, from its start to its stop. */
 interface DiscordRun {
   readonly manager: WebSocketManager;
@@ -48,8 +49,16 @@ interface DiscordRun {
   destroying: boolean;
 }
 
+/**
+ * The bot's Gateway connection through @discordjs/ws: identified with the message intents,
+ * heartbeating, and resumed after a disconnect (session id and sequence), so Discord replays
+ * what was dispatched meanwhile; the session is also kept for the next connection (handover).
+ * Messages are handed on one at a time, in the order Discord numbered them; close() lets every
+ * one received be taken before it resolves.
+ */
 export class DiscordConnection {
   private run: DiscordRun | undefined;
+  private readonly handover: DiscordSessionHandover;
   /** Each shard's session, for resuming; the library updates it as dispatches arrive. */
   private readonly sessions = new Map<number, SessionInfo>();
   /** The bot's user id, from READY: its mentions address it, its own messages are skipped. */
@@ -61,7 +70,9 @@ export class DiscordConnection {
   private restartMs = RESTART_FIRST_MS;
   private closed = false;
 
-  constructor(private readonly options: DiscordConnectionOptions) {}
+  constructor(private readonly options: DiscordConnectionOptions) {
+    this.handover = new DiscordSessionHandover(options.handover?.(DISCORD_GATEWAY_LEASE), options.logger);
+  }
 
   /** Connects (under the lease, when there is one), handing each message to `hand`. */
   start(hand: DiscordHand): void {
@@ -113,7 +124,7 @@ export class DiscordConnection {
     let settle!: () => void;
     const run: DiscordRun = { manager, settled: new Promise<void>((resolve) => (settle = resolve)), stopped: false, destroying: false };
     this.run = run;
-    manager.on(WebSocketShardEvents.Dispatch, (payload) => this.dispatch(payload, hand));
+    manager.on(WebSocketShardEvents.Dispatch, (payload, shardId) => this.dispatch(payload, shardId, hand));
     const handshakeEnded = (what: string, shardId: number) => {
       settle();
       if (run.destroying) {
@@ -136,7 +147,12 @@ export class DiscordConnection {
     });
     // From the root context (pitfall: Long-lived loops holding a request's context).
     runDetached(() =>
-      void manager.connect().catch((error: unknown) => {
+      void (async () => {
+        await this.resumeHandedOver(manager);
+        // Stopped while the handover was read: never connected.
+        if (run.stopped) return settle();
+        await manager.connect();
+      })().catch((error: unknown) => {
         settle();
         logger.error({ err: error }, 'discord gateway could not connect');
         this.restart(run, hand);
@@ -144,17 +160,39 @@ export class DiscordConnection {
     );
   }
 
-  /** Hands MESSAGE_CREATEs on in order; READY tells who the bot is. */
-  private dispatch(payload: GatewayDispatchPayload, hand: DiscordHand): void {
-    if (payload.t === GatewayDispatchEvents.Ready) {
-      if (isSnowflake(payload.d.user.id)) this.botId = payload.d.user.id;
-      return;
-    }
+  /**
+   * Takes up the session the last connection left (this instance before a restart, or the
+   * instance that held the lease), so the library resumes it: Discord then replays what was
+   * dispatched since the last message taken. Only a session whose resume URL is on the
+   * Gateway's own host (or a sibling host of its domain) is resumed: the token goes there.
+   */
+  private async resumeHandedOver(manager: WebSocketManager): Promise<void> {
+    if (this.sessions.size > 0) return;
+    const handover = await this.handover.load();
+    if (handover === undefined) return;
+    const gateway = new URL((await manager.fetchGatewayInformation()).url);
+    const resumable = handover.sessions.filter((session) => sameSite(new URL(session.resumeURL), gateway));
+    if (resumable.length === 0) return;
+    this.botId ??= handover.botId;
+    for (const session of resumable) this.sessions.set(session.shardId, session);
+    this.options.logger.info({ shards: resumable.length }, 'discord gateway resuming the session the last connection left');
+  }
+
+  /**
+   * Hands MESSAGE_CREATEs on in order (READY tells who the bot is), and counts every dispatch
+   * as taken, in order, once the ones before it are: the session handed over resumes after it.
+   */
+  private dispatch(payload: GatewayDispatchPayload, shardId: number, hand: DiscordHand): void {
+    if (payload.t === GatewayDispatchEvents.Ready && isSnowflake(payload.d.user.id)) this.botId = payload.d.user.id;
     const botId = this.botId;
-    if (payload.t !== GatewayDispatchEvents.MessageCreate || botId === undefined) return;
-    this.handing = this.handing
-      .then(() => hand(payload.d, botId))
-      .catch((error: unknown) => this.options.logger.error({ err: error }, 'discord message not taken'));
+    // The session this dispatch belongs to, as the library holds it now (a READY's is already there).
+    const session = this.sessions.get(shardId);
+    this.handing = this.handing.then(async () => {
+      if (payload.t === GatewayDispatchEvents.MessageCreate && botId !== undefined) {
+        await hand(payload.d, botId).catch((error: unknown) => this.options.logger.error({ err: error }, 'discord message not taken'));
+      }
+      if (session !== undefined && botId !== undefined) this.handover.taking(botId, { ...session, sequence: payload.s });
+    });
   }
 
   /** Replaces a run that failed with a new one, after a wait that doubles while they keep failing. */
@@ -190,12 +228,14 @@ export class DiscordConnection {
       // After the library's own READY listeners, which end its wait.
       await new Promise((resolve) => setImmediate(resolve));
       run.destroying = true;
-      const destroyed = (async () => run.manager.destroy({ reason: 'threadline stopping' }))().catch((error: unknown) =>
+      // Not 1000: Discord keeps the session resumable for the next connection.
+      const destroyed = (async () => run.manager.destroy({ reason: 'threadline stopping', code: CloseCodes.Resuming }))().catch((error: unknown) =>
         this.options.logger.warn({ err: error }, 'discord gateway did not close cleanly'),
       );
       if (!(await within(destroyed, CLOSE_WAIT_MS))) this.options.logger.warn('discord gateway did not close in time; going on');
     }
     await this.drained();
+    await this.handover.flush();
   }
 }
 
@@ -208,4 +248,12 @@ async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Whether `url` is on `gateway`'s host, or on a host of the same domain (Discord resumes on wss://gateway-us-east1-b.discord.gg). */
+function sameSite(url: URL, gateway: URL): boolean {
+  if (url.protocol !== gateway.protocol) return false;
+  if (url.host === gateway.host) return true;
+  const domain = (host: string) => host.split('.').slice(-2).join('.');
+  return !/^[\d.]+$|^\[/.test(gateway.hostname) && gateway.hostname.includes('.') && domain(url.hostname) === domain(gateway.hostname);
 }

@@ -91,6 +91,33 @@ describe('Discord, end to end through the fake', () => {
     expect(new Set(fake.sent.map((sent) => sent.content)).size).toBe(30);
   });
 
+  it('loses nothing and doubles nothing across a restart mid-stream: the new gateway resumes the session the old one kept', async () => {
+    const g = await startTestGateway({ discord: true });
+    const fake = g.discord!;
+    let n = 0;
+    const writeNext = () => write(fake, channel(n % 5), `r${n++}`);
+    for (let i = 0; i < 10; i++) writeNext();
+    await until(() => fake.sent.length >= 3);
+    // Messages keep coming while the gateway stops and starts again: before, during and after the gap.
+    let restarted = false;
+    const restarting = g.restart().then(() => void (restarted = true));
+    while (!restarted) {
+      writeNext();
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await restarting;
+    for (let i = 0; i < 10; i++) writeNext();
+    // Settled: every message has its one delivery, sent (a second answer would be a second delivery).
+    await until(async () => {
+      const deliveries = await g.deliveries();
+      return deliveries.length >= n && deliveries.every((delivery) => delivery.status === 'done');
+    });
+    expect(await g.deliveries()).toHaveLength(n);
+    expect(fake.sent.map((sent) => sent.content).sort()).toEqual(Array.from({ length: n }, (_, i) => `r${i}`).sort());
+    expect(fake.gatewayStats.identifies).toHaveLength(1);
+    expect(fake.gatewayStats.resumes).toHaveLength(1);
+  });
+
   it('streams an answer as a live message in its thread while the websocket is cut, and takes what was written meanwhile once', async () => {
     const pieces = ['The answer, written while ', 'the Gateway is away, ', 'arrives whole.'];
     let g!: TestGateway;

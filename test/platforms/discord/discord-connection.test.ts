@@ -1,9 +1,14 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Intake } from '../../../src/platforms/platform.js';
 import { DiscordPlatform } from '../../../src/platforms/discord/discord-platform.js';
 import { DISCORD_INTENTS } from '../../../src/platforms/discord/discord-connection.js';
 import { FakeDiscord } from '../../../src/testing/index.js';
+import { fileHandoverState } from '../../../src/store/file-handover-state.js';
+import type { HandoverStateFactory } from '../../../src/lease/handover-state.js';
 import { until } from '../../helpers/gateway.js';
 
 const TOKEN = 'discord-connection-token';
@@ -12,10 +17,13 @@ afterEach(async () => {
   await Promise.all(fakes.splice(0).map((fake) => fake.close()));
 });
 
-async function started(): Promise<{ fake: FakeDiscord; platform: DiscordPlatform; accepted: string[] }> {
-  const fake = await FakeDiscord.start({ token: TOKEN });
-  fakes.push(fake);
-  const platform = new DiscordPlatform({ botToken: TOKEN, apiRoot: fake.apiRoot, logger: pino({ level: 'silent' }) });
+async function started(
+  existing?: FakeDiscord,
+  handover?: HandoverStateFactory,
+): Promise<{ fake: FakeDiscord; platform: DiscordPlatform; accepted: string[] }> {
+  const fake = existing ?? (await FakeDiscord.start({ token: TOKEN }));
+  if (existing === undefined) fakes.push(fake);
+  const platform = new DiscordPlatform({ botToken: TOKEN, apiRoot: fake.apiRoot, logger: pino({ level: 'silent' }), handover });
   const accepted: string[] = [];
   const intake: Intake = {
     accept: async (message) => {
@@ -53,6 +61,57 @@ describe('the Discord Gateway connection', () => {
     for (let i = 0; i < 20; i++) fake.userMessage({ channelId: '1200000000000000001', content: `m${i}` });
     await until(() => accepted.length === 20);
     expect(accepted).toEqual(Array.from({ length: 20 }, (_, i) => `m${i}`));
+    await platform.close();
+  });
+
+  it('resumes after a restart the session it kept, so what was written meanwhile is taken, and nothing twice', async () => {
+    const handover = fileHandoverState(mkdtempSync(join(tmpdir(), 'discord-handover-')));
+    const first = await started(undefined, handover);
+    const { fake } = first;
+    await fake.connected();
+    for (let i = 0; i < 3; i++) fake.userMessage({ channelId: '1200000000000000002', content: `before ${i}` });
+    await until(() => first.accepted.length === 3);
+    await first.platform.close();
+    // The bot is away: Discord keeps these for the session.
+    for (let i = 0; i < 3; i++) fake.userMessage({ channelId: '1200000000000000002', content: `while away ${i}` });
+    const second = await started(fake, handover);
+    await until(() => second.accepted.length === 3);
+    expect(second.accepted).toEqual(['while away 0', 'while away 1', 'while away 2']);
+    expect(fake.gatewayStats.identifies).toHaveLength(1);
+    expect(fake.gatewayStats.resumes).toHaveLength(1);
+    fake.userMessage({ channelId: '1200000000000000002', content: 'after' });
+    await until(() => second.accepted.length === 4);
+    await second.platform.close();
+  });
+
+  it('identifies afresh when the session it kept is gone', async () => {
+    const handover = fileHandoverState(mkdtempSync(join(tmpdir(), 'discord-handover-')));
+    const first = await started(undefined, handover);
+    const { fake } = first;
+    await fake.connected();
+    fake.userMessage({ channelId: '1200000000000000003', content: 'one' });
+    await until(() => first.accepted.length === 1);
+    await first.platform.close();
+    fake.gateway.invalidateSessions();
+    const second = await started(fake, handover);
+    await fake.connected(1);
+    fake.userMessage({ channelId: '1200000000000000003', content: 'two' });
+    await until(() => second.accepted.length === 1);
+    expect(second.accepted).toEqual(['two']);
+    expect(fake.gatewayStats.identifies).toHaveLength(2);
+    await second.platform.close();
+  });
+
+  it("resumes only on the Gateway's own site: a kept session naming another host is not resumed (the token would go there)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'discord-handover-'));
+    const handover = fileHandoverState(dir);
+    await handover('discord-gateway').write(
+      JSON.stringify({ botId: '1000000000000000001', sessions: [{ sessionId: 'x', resumeURL: 'wss://evil.example', sequence: 1, shardId: 0, shardCount: 1 }] }),
+    );
+    const { fake, platform } = await started(undefined, handover);
+    await fake.connected();
+    expect(fake.gatewayStats.identifies).toHaveLength(1);
+    expect(fake.gatewayStats.resumes).toEqual([]);
     await platform.close();
   });
 });

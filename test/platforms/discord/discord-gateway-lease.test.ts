@@ -5,6 +5,7 @@ import type { AcceptedMessage, InboundMessage, Intake } from '../../../src/platf
 import { DiscordPlatform } from '../../../src/platforms/discord/discord-platform.js';
 import type { Lease, LeaseFactory } from '../../../src/lease/lease.js';
 import { LeaderLease } from '../../../src/queue/leader-lease.js';
+import { redisHandoverState } from '../../../src/queue/redis-handover-state.js';
 import { RedisKeys } from '../../../src/store/redis/redis-keys.js';
 import { FakeDiscord } from '../../../src/testing/index.js';
 import { until } from '../../helpers/gateway.js';
@@ -51,7 +52,8 @@ async function startInstance(name: string, redisUrl: string, prefix: string, fak
     };
     return counted;
   };
-  const platform = new DiscordPlatform({ botToken: TOKEN, apiRoot: fake.apiRoot, logger, gatewayLease: leases });
+  const handover = redisHandoverState(connection, new RedisKeys(prefix));
+  const platform = new DiscordPlatform({ botToken: TOKEN, apiRoot: fake.apiRoot, logger, gatewayLease: leases, handover });
   const taken: InboundMessage[] = [];
   const intake: Intake = {
     accept: async (message): Promise<AcceptedMessage> => {
@@ -90,15 +92,21 @@ describe('the Discord Gateway on several instances', () => {
     expect(waiter.taken).toEqual([]);
   });
 
-  it('hands the connection over as soon as the holder stops, never two at once', async () => {
+  it('hands the connection over as soon as the holder stops, never two at once, resuming its session: nothing written in between is lost', async () => {
     const { fake, holder, waiter } = await twoInstances();
+    fake.userMessage({ channelId: '1700000000000000001', content: 'before' });
+    await until(() => holder.taken.length === 1, 5_000);
     await holder.platform.close();
+    // Nobody is connected now: Discord keeps this for the session the holder left.
+    fake.userMessage({ channelId: '1700000000000000001', content: 'in between' });
     await fake.connected(1, 5_000);
     fake.userMessage({ channelId: '1700000000000000001', content: 'after the handover' });
-    await until(() => waiter.taken.length === 1, 5_000);
-    expect(waiter.taken.map((message) => message.text)).toEqual(['after the handover']);
-    expect(holder.taken).toEqual([]);
+    await until(() => waiter.taken.length === 2, 5_000);
+    expect(waiter.taken.map((message) => message.text)).toEqual(['in between', 'after the handover']);
+    expect(holder.taken.map((message) => message.text)).toEqual(['before']);
     expect(fake.gatewayStats.mostConnected).toBe(1);
+    expect(fake.gatewayStats.identifies).toHaveLength(1);
+    expect(fake.gatewayStats.resumes).toHaveLength(1);
   });
 
   it('moves the connection to another instance when the holder loses Redis (as on kill -9), the holder disconnecting first', async () => {
