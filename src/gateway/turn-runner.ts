@@ -95,7 +95,7 @@ export class TurnRunner {
           // The live message of this answer, if one was posted, becomes the answer.
           const replaces = await presence.replying();
           const deliver = () =>
-            this.options.router.deliver({ id, kind: 'reply', text, inReplyTo: job.session.messageId, attachment: options?.attachment, origin: job.routing, replaces });
+            this.options.router.deliver({ id, kind: 'reply', text, inReplyTo: job.session.messageId, attachment: options?.attachment, button: options?.button, origin: job.routing, replaces });
           // A turn answers its own message, whatever context its caller is in (a turn kept
           // and called while another message is handled): that context is left for its own.
           return getSession() === ownSession ? deliver() : context.with(turnContext, deliver);

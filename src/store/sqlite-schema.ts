@@ -108,7 +108,8 @@ CREATE TABLE IF NOT EXISTS deliveries (
   created_at INTEGER NOT NULL,
   finished_at INTEGER,
   attachment TEXT,
-  replaces TEXT
+  replaces TEXT,
+  button TEXT
 );
 -- Covering status and attempts_since: the oldest delivery being sent is found among the heads,
 -- so a delivery sent at once and done touches no index kept for that question.
@@ -151,7 +152,7 @@ CREATE TABLE IF NOT EXISTS conversations (
 ${TOOL_TABLES}`;
 
 /** The layout SCHEMA describes, kept in `PRAGMA user_version`; stores below it are moved over first. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /**
  * Refuses a store this version does not read as it is (TL_STORE_FAILED naming both versions):
@@ -184,6 +185,8 @@ export function createSchema(db: Database.Database): void {
     if (!columnsOf(db, 'deliveries').includes('attachment')) db.exec('ALTER TABLE deliveries ADD COLUMN attachment TEXT');
     // Version 3: a delivery may replace a live message (the platform's id of it).
     if (!columnsOf(db, 'deliveries').includes('replaces')) db.exec('ALTER TABLE deliveries ADD COLUMN replaces TEXT');
+    // Version 4: a delivery may carry a button that posts a command (a CommandButton as JSON).
+    if (!columnsOf(db, 'deliveries').includes('button')) db.exec('ALTER TABLE deliveries ADD COLUMN button TEXT');
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
 }

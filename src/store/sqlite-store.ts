@@ -3,6 +3,7 @@ import {
   formatDestination,
   parseDestination,
   type Attachment,
+  type CommandButton,
   type Delivery,
   type DeliveryRecord,
   type DeliveryStatus,
@@ -143,6 +144,7 @@ function encodeDelivery(delivery: NewDelivery): EncodedDelivery {
     createdAt: delivery.createdAt,
     attachment: delivery.attachment === undefined ? null : JSON.stringify(delivery.attachment),
     replaces: delivery.replaces ?? null,
+    button: delivery.button === undefined ? null : JSON.stringify(delivery.button),
   };
 }
 
@@ -245,6 +247,7 @@ function toRecord(row: DeliveryRow): DeliveryRecord {
     ...(row.in_reply_to === null ? {} : { inReplyTo: row.in_reply_to }),
     ...(row.attachment === null ? {} : { attachment: JSON.parse(row.attachment) as Attachment }),
     ...(row.replaces === null || row.replaces === undefined ? {} : { replaces: row.replaces }),
+    ...(row.button === null || row.button === undefined ? {} : { button: JSON.parse(row.button) as CommandButton }),
     origin: JSON.parse(row.origin) as RoutingSnapshot,
     attempts: row.attempts,
     createdAt: row.created_at,

@@ -8,6 +8,7 @@ import { toolEntry } from './conversation.js';
 import type { ChatCompletionMessageFunctionToolCall } from './model-types.js';
 import {
   CONFIRMATION_TTL_MS,
+  CONFIRM_COMMAND,
   MAX_HELD_ARGUMENTS_CHARS,
   confirmationCode,
   heldCallNotice,
@@ -52,6 +53,6 @@ export async function holdUnlessAllowed(
   authority.holding = true;
   trace.getActiveSpan()?.addEvent('tool.held', { 'gen_ai.tool.name': tool.name, 'gen_ai.tool.call.id': call.id, 'threadline.tool.confirmation': held.code });
   logger.warn({ tool: tool.name, confirmation: held.code, message: turn.messageId }, 'a tool call that needs rights waits for an admin: the model read text of others');
-  await turn.reply(heldCallNotice(held, unprivileged));
+  await turn.reply(heldCallNotice(held, unprivileged), { button: { label: `Run it (admins): ${held.code}`, command: `${CONFIRM_COMMAND} ${held.code}` } });
   return toolEntry(call.id, heldCallResult(tool.name, unprivileged), Date.now(), authority.authors, heldExtra(held));
 }

@@ -6,7 +6,7 @@ import { inboundContext, runDetached, type InboundOptions, type KeepBaggage } fr
 import { secretsMatch } from '../bearer-token.js';
 import type { Idempotency, InboundMessage, Intake, OutboundMessage, Platform, PresenceTarget } from '../platform.js';
 import { AcceptOnce } from '../accept-once.js';
-import { telegramInbound } from './telegram-inbound.js';
+import { buttonPressOf, telegramInbound } from './telegram-inbound.js';
 import { safeUrl } from '../../text/redact-secrets.js';
 import type { Attachment } from '../../session/delivery.js';
 import type { LeaseFactory } from '../../lease/lease.js';
@@ -49,6 +49,7 @@ const TELEGRAM_TEXT_MAX = 4096;
 interface TelegramPlacement {
   readonly message_thread_id?: number;
   readonly reply_parameters?: { readonly message_id: number; readonly allow_sending_without_reply: boolean };
+  readonly reply_markup?: { readonly inline_keyboard: { readonly text: string; readonly callback_data: string }[][] };
 }
 
 /** Telegram plays only Ogg/Opus as a voice note. */
@@ -107,6 +108,7 @@ export class TelegramPlatform implements Platform {
         const accepted = await this.once.accept(idempotency.key, () =>
           intake.accept(message, inboundContext(request.headers, this.inbound), idempotency),
         );
+        this.answerPress(request.body);
         if (accepted.duplicate) return reply.code(200).send({ ok: true, duplicate: true });
         return reply.code(200).send({ ok: true, message_id: accepted.messageId, trace_id: accepted.traceId });
       },
@@ -122,9 +124,11 @@ export class TelegramPlatform implements Platform {
     const placement: TelegramPlacement = {
       ...(destination.threadId === undefined ? {} : { message_thread_id: Number(destination.threadId) }),
       // Only a reply quotes its message; a notification anchored to an old one would too.
-      ...(message.kind !== 'reply' || message.inReplyTo === undefined
+      // A button press's reply has no message to quote (its id is the press's).
+      ...(message.kind !== 'reply' || message.inReplyTo === undefined || !/^\d+$/.test(message.inReplyTo)
         ? {}
         : { reply_parameters: { message_id: Number(message.inReplyTo), allow_sending_without_reply: true } }),
+      ...(message.button === undefined ? {} : { reply_markup: { inline_keyboard: [[{ text: message.button.label, callback_data: message.button.command }]] } }),
     };
     // grammY types its signal with an abort-controller shim; node-fetch accepts the native one.
     const abort = signal as Parameters<Api['sendMessage']>[3];
@@ -157,6 +161,17 @@ export class TelegramPlatform implements Platform {
       this.options.logger.debug({ chat: chatId, code: error.error_code }, 'live message not editable; sending the answer as a new message');
       return false;
     }
+  }
+
+  /** Ends the spinner on a pressed button, best-effort: the press was taken either way. */
+  private answerPress(update: unknown): void {
+    const press = buttonPressOf(update);
+    if (press === undefined) return;
+    runDetached(() =>
+      this.api.answerCallbackQuery(press.queryId).catch((error: unknown) => {
+        this.options.logger.debug({ err: error }, 'telegram answerCallbackQuery failed');
+      }),
+    );
   }
 
   /** Edits are rate limited harder in groups than in private chats. */

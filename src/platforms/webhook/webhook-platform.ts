@@ -122,6 +122,7 @@ export class WebhookPlatform implements Platform {
       ...(message.inReplyTo === undefined ? {} : { in_reply_to: message.inReplyTo }),
       trace_id: message.traceId,
       idempotency_key: message.id,
+      ...(message.button === undefined ? {} : { button: { label: message.button.label, command: message.button.command } }),
       ...(message.attachment === undefined
         ? {}
         : {

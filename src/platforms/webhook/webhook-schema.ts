@@ -157,6 +157,12 @@ export const webhookDeliverySchema = Type.Object(
     trace_id: Type.String({ description: 'The trace of the message, as its 202 answered.' }),
     idempotency_key: Type.String({ description: 'The same for every attempt of this delivery (also the Idempotency-Key header): dedupe on it.' }),
     attachment: Type.Optional(webhookAttachmentSchema),
+    button: Type.Optional(
+      Type.Object(
+        { label: Type.String(), command: Type.String({ description: 'Posted as a message of whoever presses it, in this chat and thread.' }) },
+        { additionalProperties: false, description: 'A button to show under the text, where the client has buttons (an admin confirmation); the text also says what to type.' },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

@@ -1,0 +1,53 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeOpenAI, startTestGateway, type TestGateway } from '../../../src/testing/index.js';
+import { until } from '../../helpers/gateway.js';
+
+const GROUP = -100555;
+let model: FakeOpenAI | undefined;
+let gateway: TestGateway | undefined;
+afterEach(async () => {
+  await gateway?.stop();
+  await model?.close();
+  gateway = model = undefined;
+});
+
+let updateId = 1;
+const message = (userId: number, text: string) => ({
+  update_id: updateId++,
+  message: { message_id: updateId, date: 0, chat: { id: GROUP, type: 'supergroup', title: 'team' }, from: { id: userId, is_bot: false, first_name: `u${userId}` }, text },
+});
+
+describe('a held call on a platform with buttons', () => {
+  it("carries a button that posts /confirm as its presser: a non-admin's press is refused, an admin's runs the call once", async () => {
+    model = await FakeOpenAI.start(({ body }) =>
+      (body.messages.at(-1) as { role: string }).role === 'tool' ? FakeOpenAI.text('done') : FakeOpenAI.toolCalls([{ name: 'terminal', arguments: { command: 'echo ran-$((6*7))' } }]),
+    );
+    gateway = await startTestGateway({ telegram: true, llmBaseUrl: model.baseUrl, env: { THREADLINE_ADMINS: 'telegram:1', THREADLINE_TERMINAL: '1' } });
+    const telegram = gateway.telegram!;
+    await gateway.sendTelegram(message(2, 'assistant: run echo'));
+    await until(() => telegram.sent.length === 1, 10_000);
+    await gateway.sendTelegram(message(1, 'hi all'));
+    // bob's answer, then the notice and the admin's answer.
+    await until(() => telegram.sent.length === 3, 10_000);
+    const notice = telegram.sent.find((sent) => sent.button !== undefined)!;
+    expect(notice.text).toContain('It was not run');
+    expect(notice.button!.data).toMatch(/^\/confirm [a-z0-9]{6}$/);
+    expect(Buffer.byteLength(notice.button!.data)).toBeLessThanOrEqual(64);
+
+    const before = telegram.sent.length;
+    await gateway.sendTelegram(telegram.buttonPress(notice.messageId, { id: 2 }));
+    await until(() => telegram.sent.length === before + 1, 10_000);
+    expect(telegram.sent.at(-1)!.text).toContain('/confirm is for admins');
+
+    const press = telegram.buttonPress(notice.messageId, { id: 1 });
+    await gateway.sendTelegram(press);
+    await until(() => telegram.sent.length === before + 2, 10_000);
+    expect(telegram.sent.at(-1)!.text).toContain('ran-42');
+    expect(telegram.sent.at(-1)!.text).toContain('confirmed by telegram:1');
+    // Telegram redelivers the same update: taken once.
+    await gateway.sendTelegram(press);
+    await until(() => telegram.answeredPresses.length === 3, 10_000);
+    expect(telegram.answeredPresses.filter((id) => id === press.callback_query!.id)).toHaveLength(2);
+    expect(telegram.sent.filter((sent) => sent.text.includes('ran-42'))).toHaveLength(1);
+  });
+});
