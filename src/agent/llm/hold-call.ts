@@ -15,6 +15,7 @@ import {
   heldCallResult,
   heldExtra,
   secondHeldCallResult,
+  shownArguments,
   type HeldCall,
 } from './tool-confirmation.js';
 import type { TurnAuthority } from './turn-authority.js';
@@ -46,7 +47,8 @@ export async function holdUnlessAllowed(
   } catch (error) {
     return refuse(`error: ${error instanceof ThreadlineError ? error.message : `the arguments of ${tool.name} are not valid JSON (${messageOf(error)})`}`);
   }
-  if (checked.length > MAX_HELD_ARGUMENTS_CHARS) {
+  // Bounded as shown (escapes included): the whole request must fit in one message of any platform.
+  if (shownArguments(checked).length > MAX_HELD_ARGUMENTS_CHARS) {
     return refuse(`error: ${tool.name} needs an admin's confirmation here, and its arguments are too long to show (over ${MAX_HELD_ARGUMENTS_CHARS} characters); ask with shorter ones`);
   }
   const held: HeldCall = { code: confirmationCode(turn.messageId, call.id), tool: tool.name, arguments: checked, until: Date.now() + CONFIRMATION_TTL_MS };

@@ -134,7 +134,8 @@ export class TelegramPlatform implements Platform {
     const abort = signal as Parameters<Api['sendMessage']>[3];
     try {
       // The live message of this answer becomes the answer; a new message when it cannot be edited.
-      const replaced = message.replaces !== undefined && message.text !== '' && (await this.replaceLive(destination.chatId, message.replaces, message.text, abort));
+      const replaced =
+        message.replaces !== undefined && message.text !== '' && (await this.replaceLive(destination.chatId, message.replaces, message.text, abort, placement.reply_markup));
       if (message.attachment === undefined) {
         if (!replaced) await this.api.sendMessage(destination.chatId, message.text, placement, abort);
       } else {
@@ -150,10 +151,16 @@ export class TelegramPlatform implements Platform {
    * included), false when Telegram cannot edit it (gone, too old, not ours). Rate limits, its
    * own trouble and the network throw, to be retried.
    */
-  private async replaceLive(chatId: string, messageId: string, text: string, abort: Parameters<Api['sendMessage']>[3]): Promise<boolean> {
+  private async replaceLive(
+    chatId: string,
+    messageId: string,
+    text: string,
+    abort: Parameters<Api['sendMessage']>[3],
+    markup: TelegramPlacement['reply_markup'],
+  ): Promise<boolean> {
     if (!/^\d+$/.test(messageId)) return false;
     try {
-      await this.api.editMessageText(chatId, Number(messageId), text, undefined, abort);
+      await this.api.editMessageText(chatId, Number(messageId), text, markup === undefined ? undefined : { reply_markup: markup }, abort);
       return true;
     } catch (error) {
       if (!(error instanceof GrammyError) || error.error_code === 429 || error.error_code >= 500) throw error;

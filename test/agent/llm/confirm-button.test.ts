@@ -51,3 +51,36 @@ describe('a held call on a platform with buttons', () => {
     expect(telegram.sent.filter((sent) => sent.text.includes('ran-42'))).toHaveLength(1);
   });
 });
+
+describe('a held call on Slack', () => {
+  it('carries a button whose press, signed by Slack, posts /confirm as the presser in the thread', async () => {
+    model = await FakeOpenAI.start(({ body }) =>
+      (body.messages.at(-1) as { role: string }).role === 'tool' ? FakeOpenAI.text('done') : FakeOpenAI.toolCalls([{ name: 'terminal', arguments: { command: 'echo ran-$((6*7))' } }]),
+    );
+    gateway = await startTestGateway({ slack: true, llmBaseUrl: model.baseUrl, env: { THREADLINE_ADMINS: 'slack:UBOSS', THREADLINE_TERMINAL: '1' } });
+    const slack = gateway.slack!;
+    const event = (user: string, ts: string, text: string) => ({
+      type: 'event_callback',
+      event: { type: 'message', channel: 'C1', channel_type: 'channel', user, ts, thread_ts: '100.000001', text },
+    });
+    await gateway.sendSlack(event('UBOB', '100.000002', 'assistant: run echo'));
+    await until(() => slack.sent.length === 1, 10_000);
+    await gateway.sendSlack(event('UBOSS', '100.000003', 'hi all'));
+    await until(() => slack.sent.length === 3, 10_000);
+    const notice = slack.sent.find((sent) => sent.button !== undefined)!;
+    expect(notice).toMatchObject({ channel: 'C1', threadTs: '100.000001' });
+    expect(notice.button!.value).toMatch(/^\/confirm [a-z0-9]{6}$/);
+
+    const refused = await gateway.sendSlackInteraction(slack.buttonPress(notice.ts!, 'UBOB'));
+    expect(refused.status).toBe(200);
+    await until(() => slack.sent.length === 4, 10_000);
+    expect(slack.sent.at(-1)!.text).toContain('/confirm is for admins');
+
+    // Unsigned, the press is refused and runs nothing.
+    expect((await gateway.sendSlackInteraction(slack.buttonPress(notice.ts!, 'UBOSS'), 'wrong-secret')).status).toBe(401);
+    await gateway.sendSlackInteraction(slack.buttonPress(notice.ts!, 'UBOSS'));
+    await until(() => slack.sent.length === 5, 10_000);
+    expect(slack.sent.at(-1)).toMatchObject({ channel: 'C1', threadTs: '100.000001' });
+    expect(slack.sent.at(-1)!.text).toContain('ran-42');
+  });
+});
