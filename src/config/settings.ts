@@ -693,6 +693,24 @@ export const SETTINGS = {
     description:
       "names of further environment variables a command gets, comma-separated (say `AWS_PROFILE`); otherwise only the shell's own (`PATH`, `HOME`, `LANG`…), the settings that are no secrets, URLs or the admins, and the session's; naming a secret is refused",
   },
+  THREADLINE_SEND_PLATFORMS: {
+    kind: 'text',
+    group: 'tools',
+    default: undefined,
+    defaultText: '`webhook`, and `telegram` and `slack` when their bot tokens are set',
+    format: 'comma-separated platform names',
+    description:
+      "the platforms `threadline send` may address. The gateway sets it for the commands it runs to the platforms it enabled, since their environment holds no token to tell by; set it yourself for a script run outside the gateway",
+  },
+  THREADLINE_SEND_STORE: {
+    // Text, not a choice: only `threadline send` reads it, and refuses any other value.
+    kind: 'text',
+    group: 'tools',
+    default: 'auto',
+    format: '`auto`, `sqlite` or `redis`',
+    description:
+      "where `threadline send` records its message: `redis`, the outbox on `THREADLINE_REDIS_URL` (refused, exit 1, without it); `sqlite`, the store in `THREADLINE_DATA_DIR`; `auto`, Redis when `THREADLINE_REDIS_URL` is set. The gateway sets it for the commands it runs, with its own `THREADLINE_DATA_DIR`, `THREADLINE_REDIS_PREFIX` and `THREADLINE_PARTITIONS`, and `THREADLINE_REDIS_URL` when that holds no credentials (no user, password or query)",
+  },
   THREADLINE_TERMINAL_TIMEOUT_S: {
     kind: 'integer',
     group: 'tools',

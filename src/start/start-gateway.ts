@@ -18,6 +18,7 @@ import { WebhookPlatform } from '../platforms/webhook/webhook-platform.js';
 import { acquireDataDirLock } from '../store/data-dir-lock.js';
 import type { AnyStore } from '../store/store.js';
 import type { RedisBackend } from '../queue/redis-backend.js';
+import { commandSettings } from './command-settings.js';
 import { openBackend } from './open-backend.js';
 import { assertContextPropagation } from '../session/assert-context-propagation.js';
 import { Gateway } from '../gateway/gateway.js';
@@ -124,6 +125,8 @@ async function assembleGateway(
   // The router exists once the gateway does; tools only deliver after start(), so this late binding is safe.
   let router: Deliverer | undefined;
   const deliverer: Deliverer = { deliver: (request) => router!.deliver(request) };
+  const platformNames = platforms.map(({ name }) => name);
+  const storeKind = parts.store !== undefined ? 'given' : backend === undefined ? 'sqlite' : 'redis';
   const toolbox = createToolbox(
     {
       deliverer,
@@ -131,7 +134,8 @@ async function assembleGateway(
       clock,
       logger,
       dataDir: config.dataDir,
-      platforms: new Set(platforms.map(({ name }) => name)),
+      platforms: new Set(platformNames),
+      commandSettings: commandSettings(config, platformNames, storeKind),
       ...(config.redis === undefined ? {} : { instance: config.redis.instanceId, ...(backend === undefined ? {} : { instances: backend.heartbeat }) }),
     },
     config.tools,

@@ -79,7 +79,7 @@ async function runInForeground(deps: TerminalToolDeps, command: string, call: To
   const result = await runForeground({
     command,
     cwd: deps.cwd,
-    env: commandEnv(process.env, deps.config.passedEnv),
+    env: commandEnv(process.env, deps.config.passedEnv, deps.services.commandSettings),
     timeoutMs: deps.config.timeoutMs,
     tailChars: deps.config.tailChars,
     signal: call.signal,
@@ -107,7 +107,7 @@ async function startBackground(deps: TerminalToolDeps, args: TerminalArgs, call:
   await mkdir(dir, { recursive: true });
   let wrapper;
   try {
-    wrapper = await spawnWrapper(deps.spawner, { dir, command: args.command, cwd: deps.cwd, env: commandEnv(process.env, deps.config.passedEnv), outputMaxBytes: config.outputMaxBytes });
+    wrapper = await spawnWrapper(deps.spawner, { dir, command: args.command, cwd: deps.cwd, env: commandEnv(process.env, config.passedEnv, services.commandSettings), outputMaxBytes: config.outputMaxBytes });
   } catch (error) {
     await removeProcessDir(dir);
     throw error;
