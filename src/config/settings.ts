@@ -182,6 +182,16 @@ export const SETTINGS = {
       'how long a turn or a delivery held by an instance that stopped answering (killed, cut off) waits before another instance takes it over; an instance renews its leases several times within it. Its heartbeat lasts as long: once it has lapsed, another instance tells the chats of its background commands they were lost with it, and takes over Telegram long polling. A cron or reminder run is held as long, and the instance holding the schedules lease matches the schedules queue to the stored jobs once every lease',
   },
 
+  THREADLINE_REDIS_CHECK_INTERVAL_MS: {
+    kind: 'integer',
+    group: 'redis',
+    default: 10_000,
+    min: 100,
+    max: 600_000,
+    description:
+      'how often a running instance checks again what start-up checked of its Redis (`maxmemory-policy noeviction`, version, partitions): while Redis is unsuitable `/v1/ready` answers 503 and intake refuses messages with `TL_REDIS_UNSUITABLE`, with one error logged and `threadline.redis.unsuitable` counted when it turns so',
+  },
+
   // Webhook platform
   THREADLINE_WEBHOOK_TOKEN: {
     kind: 'text',

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Admins } from './commands/admins.js';
 import type { Agent } from '../agent/agent.js';
+import type { ThreadlineError } from '../errors.js';
 import type { DeliveryQueue } from '../deliveries/delivery-queue.js';
 import type { OutboxOptions } from '../deliveries/outbox.js';
 import type { Platform } from '../platforms/platform.js';
@@ -23,6 +24,12 @@ export interface GatewayQueues {
   readonly deliveries: (parts: DeliveryQueueParts) => DeliveryQueue;
 }
 
+/** Whether the shared backend can still hold accepted work, as last checked while the gateway runs. */
+export interface BackendSuitability {
+  /** Why it cannot (TL_REDIS_UNSUITABLE): intake refuses and /v1/ready answers 503 with it. Undefined while it can. */
+  problem(): ThreadlineError | undefined;
+}
+
 export interface GatewayOptions {
   /** Without `queues`, the embedded store, whose outbox rows the in-process outbox sends. */
   readonly store: AnyStore;
@@ -43,6 +50,8 @@ export interface GatewayOptions {
   readonly admins?: Admins;
   /** THREADLINE_TYPING_INTERVAL_MS, THREADLINE_DRAFT_INTERVAL_MS; default DEFAULT_PRESENCE. */
   readonly presence?: PresenceOptions;
+  /** On Redis: its suitability, checked again while the gateway runs; intake refuses while it is unsuitable. */
+  readonly suitability?: BackendSuitability | undefined;
   /** Default: threadline's instruments on the meter provider registered when the gateway is built. */
   readonly metrics?: GatewayMetrics;
   readonly outbox: OutboxOptions & {

@@ -22,6 +22,8 @@ export interface GatewayHealth {
   readonly queued: number;
   readonly outbox: { readonly open: number; readonly fullChats: number };
   readonly deliveries: OutboxStats & { readonly mismatches: number };
+  /** Why intake refuses every message though open (Redis turned unsuitable): /v1/ready answers 503 with it. */
+  readonly refusal: ThreadlineError | undefined;
 }
 
 /** Why a stored message can never run: its routing no longer validates. */
@@ -74,6 +76,7 @@ export class Gateway implements Intake {
       maxOpenPerDestination: options.outbox.maxOpenPerDestination,
       maxOpenTotal: options.outbox.maxOpenTotal,
       sharedTurns: queues !== undefined,
+      suitability: options.suitability,
     });
     this.runner = new TurnRunner({
       store: options.store,
@@ -110,6 +113,8 @@ export class Gateway implements Intake {
       );
     }
     if (this.turns.size >= this.options.queueCapacity) reasons.push(`the intake queue is full (THREADLINE_QUEUE_CAPACITY=${this.options.queueCapacity})`);
+    const refusal = this.options.suitability?.problem();
+    if (refusal !== undefined) reasons.push(`${refusal.message} Intake answers 503 (${refusal.code}) until it is fixed`);
     const state = this.intake.state;
     return {
       status: state === 'accepting' ? (reasons.length === 0 ? 'ok' : 'degraded') : state,
@@ -117,6 +122,7 @@ export class Gateway implements Intake {
       queued: this.turns.size,
       outbox: { open: pressure.open, fullChats: pressure.fullDestinations },
       deliveries: { ...this.outbox.stats(), mismatches: this.router.mismatches() },
+      refusal,
     };
   }
 

@@ -15,8 +15,9 @@ export interface ProbeOptions {
  * /v1/health answers 200 whenever the process serves HTTP, draining and with a failed store
  * included: a liveness probe that restarted it would cut the drain short and would not mend a
  * full disk. Its body says what is wrong. /v1/ready answers 200 only while intake is open and
- * the store answers within `storeTimeoutMs`; otherwise 503 with `{error, code}` (TL_STARTING,
- * TL_SHUTTING_DOWN, TL_STORE_FAILED), so traffic goes elsewhere until it is back.
+ * the store answers within `storeTimeoutMs`, and intake does not refuse everything; otherwise 503
+ * with `{error, code}` (TL_STARTING, TL_SHUTTING_DOWN, TL_STORE_FAILED, TL_REDIS_UNSUITABLE),
+ * so traffic goes elsewhere until it is back.
  */
 export function registerProbes(app: FastifyInstance, gateway: Gateway, { storeTimeoutMs }: ProbeOptions): void {
   const health = new HealthReads(gateway, storeTimeoutMs);
@@ -35,8 +36,8 @@ export function registerProbes(app: FastifyInstance, gateway: Gateway, { storeTi
   app.get('/v1/ready', { schema: { tags: [HEALTH_TAG], summary: 'Ready: 200 while intake is open and the store answers, else 503 {error, code}' } }, async (_request, reply) => {
     const reading = await health.read();
     if (!reading.ok) return refuse(reply, reading.failure);
-    const { status, reasons } = reading.health;
-    const closed = notAccepting(status);
+    const { status, reasons, refusal } = reading.health;
+    const closed = notAccepting(status) ?? refusal;
     return closed === undefined ? { status, reasons } : refuse(reply, closed);
   });
 }

@@ -144,7 +144,7 @@ async function assembleGateway(
   const agent = typeof parts.agent === 'function' ? parts.agent(toolbox) : (parts.agent ?? defaultAgent(config, toolbox, store, logger));
   const gateway = new Gateway({
     store,
-    ...(backend === undefined ? {} : { queues: backend.queues }),
+    ...(backend === undefined ? {} : { queues: backend.queues, suitability: backend.suitability }),
     platforms,
     agent,
     logger,
@@ -165,6 +165,8 @@ async function assembleGateway(
     },
   });
   router = gateway.router;
+  // From before the replay: a Redis turned evicting since it was opened refuses intake from the start.
+  backend?.suitability.start(gateway.metrics);
   const server = buildServer(gateway, platforms, logger, config.http);
   const address = await server.listen({ port: config.port, host: config.host }).catch((error: unknown) => {
     const code = (error as { code?: unknown } | null)?.code;

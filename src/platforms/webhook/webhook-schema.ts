@@ -103,8 +103,8 @@ export const webhookResponseSchemas = {
   ),
   500: refusal('An unexpected failure; the gateway log and the trace have the details.', ['TL_INTERNAL']),
   503: refusal(
-    'The gateway is starting or stopping, its outbox is at THREADLINE_OUTBOX_MAX_PENDING, or the store failed.',
-    ['TL_STARTING', 'TL_SHUTTING_DOWN', 'TL_OUTBOX_FULL', 'TL_STORE_FAILED'],
+    'The gateway is starting or stopping, its outbox is at THREADLINE_OUTBOX_MAX_PENDING, the store failed, or the shared Redis is away or unsuitable (an evicting maxmemory-policy).',
+    ['TL_STARTING', 'TL_SHUTTING_DOWN', 'TL_OUTBOX_FULL', 'TL_STORE_FAILED', 'TL_REDIS_UNAVAILABLE', 'TL_REDIS_UNSUITABLE'],
     retryAfter,
   ),
 };
