@@ -13,6 +13,7 @@ import pino from 'pino';
 import { resolve } from 'node:path';
 import { isSet, readInteger, readText } from '../config/read-setting.js';
 import { commaList } from '../env-vars.js';
+import { readBackend } from '../store/data-dir-backend.js';
 import { isDataDirLocked } from '../store/data-dir-lock.js';
 import { ConfigError, ThreadlineError } from '../errors.js';
 import type { AnyStore } from '../store/store.js';
@@ -27,7 +28,8 @@ import type { CliIo } from './io.js';
 
 /** What a platform's name may be: a setting that lists another fails before anything is opened. */
 const PLATFORM_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
-const SEND_STORES: readonly string[] = ['auto', 'sqlite', 'redis'];
+const SEND_STORES = ['auto', 'sqlite', 'redis'] as const;
+type SendStore = (typeof SEND_STORES)[number];
 
 export function registerSend(program: Command, io: CliIo): void {
   program
@@ -41,7 +43,8 @@ export function registerSend(program: Command, io: CliIo): void {
       // The session from the environment is entered like a gateway's: that needs a context manager.
       ensureContext();
       const platforms = orFail(io, () => sendPlatforms(io.env));
-      const where = orFail(io, () => outboxOf(io.env));
+      const chosen = orFail(io, () => sendStore(io.env));
+      const where = orFail(io, () => outboxOf(chosen, io.env));
       const send = async (store: AnyStore) => {
         const tool = createSendMessage(
           { deliverer: outboxDeliverer(store), store, clock: systemClock, logger: pino({ level: 'silent' }), dataDir: '', platforms },
@@ -50,6 +53,16 @@ export function registerSend(program: Command, io: CliIo): void {
         // Whoever can run this on the host could run anything there: no admin check to make.
         return executeTool(tool, { target, text: words.join(' ') }, { signal: AbortSignal.timeout(30_000), authorize: async () => true });
       };
+      const dataDir = resolve(options.dataDir ?? readText(io.env, 'THREADLINE_DATA_DIR'));
+      const running = where === 'sqlite' && isDataDirLocked(dataDir);
+      // A store file left from before a move to Redis is read by no gateway on Redis; told `sqlite`, the next one to start may.
+      if (where === 'sqlite' && readBackend(dataDir) === 'redis' && (running || chosen === 'auto')) {
+        fail(
+          io,
+          `The last gateway started on ${dataDir} keeps its outbox on Redis, not in this data dir's store: set THREADLINE_REDIS_URL (and THREADLINE_REDIS_PREFIX) as that gateway has them, ` +
+            'or THREADLINE_SEND_STORE=sqlite once it is stopped, if it is to run on SQLite again. Nothing was sent [TL_CONFIG_INVALID]',
+        );
+      }
       const answer = await (where === 'redis' ? withGatewayStore(options.dataDir, io, send) : withStore(options.dataDir, io, send)).catch((error: unknown) => {
         if (error instanceof ThreadlineError) fail(io, `${error.message} [${error.code}]`);
         throw error;
@@ -59,9 +72,8 @@ export function registerSend(program: Command, io: CliIo): void {
         io.out(`${sent}: queued in the Redis outbox; the gateway's instances that send deliveries send it\n`);
         return;
       }
-      const dataDir = resolve(options.dataDir ?? readText(io.env, 'THREADLINE_DATA_DIR'));
       io.out(
-        isDataDirLocked(dataDir)
+        running
           ? `${sent}: queued; the running gateway sends it within a second\n`
           : `${sent}: queued in ${dataDir}; no gateway runs there now, so it is sent when one starts\n`,
       );
@@ -80,14 +92,19 @@ function outboxDeliverer(store: AnyStore): Deliverer {
   };
 }
 
+/** THREADLINE_SEND_STORE, checked. */
+function sendStore(env: NodeJS.ProcessEnv): SendStore {
+  const store = readText(env, 'THREADLINE_SEND_STORE').toLowerCase();
+  if (!(SEND_STORES as readonly string[]).includes(store)) throw new ConfigError('THREADLINE_SEND_STORE', `"${store.slice(0, 40)}" is not one of ${SEND_STORES.join(', ')}`);
+  return store as SendStore;
+}
+
 /**
  * The outbox the message goes to: the Redis one or the data dir's. THREADLINE_SEND_STORE=redis
  * without a URL is refused here, before anything is opened: the data dir's store would be one
  * nobody reads.
  */
-function outboxOf(env: NodeJS.ProcessEnv): 'sqlite' | 'redis' {
-  const store = readText(env, 'THREADLINE_SEND_STORE').toLowerCase();
-  if (!SEND_STORES.includes(store)) throw new ConfigError('THREADLINE_SEND_STORE', `"${store.slice(0, 40)}" is not one of ${SEND_STORES.join(', ')}`);
+function outboxOf(store: SendStore, env: NodeJS.ProcessEnv): 'sqlite' | 'redis' {
   const hasUrl = isSet(env, 'THREADLINE_REDIS_URL');
   if (store === 'sqlite') return 'sqlite';
   if (store === 'auto') return hasUrl ? 'redis' : 'sqlite';

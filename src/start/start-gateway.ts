@@ -15,6 +15,7 @@ import type { Platform } from '../platforms/platform.js';
 import { SlackPlatform } from '../platforms/slack/slack-platform.js';
 import { TelegramPlatform } from '../platforms/telegram/telegram-platform.js';
 import { WebhookPlatform } from '../platforms/webhook/webhook-platform.js';
+import { recordBackend } from '../store/data-dir-backend.js';
 import { acquireDataDirLock } from '../store/data-dir-lock.js';
 import type { AnyStore } from '../store/store.js';
 import type { RedisBackend } from '../queue/redis-backend.js';
@@ -76,6 +77,7 @@ export async function startGateway(config: GatewayConfig, parts: GatewayParts): 
   try {
     const backend = await openBackend(config, parts.logger);
     store = backend.store;
+    recordBackend(lock.dataDir, backend.kind);
     if (backend.kind === 'sqlite') return await assemble(config, parts, store, () => lock.release());
     // Beating before the tools start: another instance must never find this one's commands ownerless.
     await backend.redis.heartbeat.start();

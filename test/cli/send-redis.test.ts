@@ -36,6 +36,24 @@ describe('threadline send with the gateway on Redis', () => {
     expect(g.receiver.received.find((delivery) => delivery.body.kind === 'send')!.body).toMatchObject({ chat_id: 'ops', thread_id: 'deploys', text: 'shipped from redis' });
   }, 60_000);
 
+  it('run on the host without the Redis settings: refuses the store file a gateway on Redis left in its data dir', async () => {
+    const g = await start({ env: { THREADLINE_REDIS_URL: redis.url, THREADLINE_REDIS_PREFIX: redis.prefix() } });
+    await (await SqliteStore.open(join(g.dataDir, STORE_FILE))).close();
+    const env = { THREADLINE_DATA_DIR: g.dataDir, THREADLINE_SEND_PLATFORMS: 'webhook' };
+    const refused = await run(['send', 'webhook:ops', 'into', 'the', 'void?'], env);
+    expect(refused.code).toBe(1);
+    expect(refused.out).toBe('');
+    expect(refused.err).toContain('keeps its outbox on Redis');
+    // Even told `sqlite`: the gateway running there would never read it.
+    expect((await run(['send', 'webhook:ops', 'still?'], { ...env, THREADLINE_SEND_STORE: 'sqlite' })).code).toBe(1);
+    const store = await SqliteStore.open(join(g.dataDir, STORE_FILE));
+    try {
+      expect(await store.outbox.list({ limit: 10 })).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('told the gateway keeps its outbox on Redis but given no URL: fails, exit 1, and queues nothing anywhere', async () => {
     const g = await start();
     const sent = await run(['send', 'webhook:ops', 'lost?'], { THREADLINE_SEND_STORE: 'redis', THREADLINE_DATA_DIR: g.dataDir, THREADLINE_SEND_PLATFORMS: 'webhook' });
