@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ThreadlineError, messageOf } from '../errors.js';
 
 /** Names the store of the gateway that last started on the data dir: `sqlite` or `redis`. */
 export const BACKEND_FILE = 'threadline.backend';
@@ -12,7 +13,12 @@ export type BackendKind = 'sqlite' | 'redis';
  * before a move to Redis is read by nobody).
  */
 export function recordBackend(dataDir: string, kind: BackendKind): void {
-  writeFileSync(join(dataDir, BACKEND_FILE), `${kind}\n`);
+  const path = join(dataDir, BACKEND_FILE);
+  try {
+    writeFileSync(path, `${kind}\n`);
+  } catch (error) {
+    throw new ThreadlineError('TL_STORE_FAILED', `Cannot write ${path}: ${messageOf(error)}. Check that THREADLINE_DATA_DIR is writable and has space.`, { cause: error });
+  }
 }
 
 /** What the last gateway on `dataDir` recorded; undefined when none did (an older one) or the file is unreadable. */
