@@ -7,6 +7,7 @@
  */
 import { open, type FileHandle } from 'node:fs/promises';
 import { messageOf, ThreadlineError } from '../errors.js';
+import { byteSize } from '../text/byte-size.js';
 import { boundedLines, type BoundedLine } from './bounded-lines.js';
 import { spansFromOtlpJson, TraceDocumentError } from './otlp-json.js';
 import { normalTraceId } from './trace-store-search.js';
@@ -70,8 +71,8 @@ export class TraceFileSource implements TraceSource {
     if (tooLong.size > 0) {
       const lines = [...tooLong].slice(0, 5).map(([where, bytes]) => `${where} (${bytes} bytes)`);
       warnings.push(
-        `skipped ${tooLong.size} line(s) longer than ${sizeText(this.maxLineBytes)}, the longest a trace-file line is read ` +
-          `(THREADLINE_TRACE_FILE_MAX_BYTES, at most ${sizeText(MAX_LINE_BYTES)}); their spans were not examined: ${lines.join(', ')}`,
+        `skipped ${tooLong.size} line(s) longer than ${byteSize(this.maxLineBytes)}, the longest a trace-file line is read ` +
+          `(THREADLINE_TRACE_FILE_MAX_BYTES, at most ${byteSize(MAX_LINE_BYTES)}); their spans were not examined: ${lines.join(', ')}`,
       );
     }
     return warnings;
@@ -271,10 +272,6 @@ function notTraces(name: string, lineNumber: number, problem: string): Threadlin
     `trace file ${name} line ${lineNumber} is not an OTLP/JSON batch of spans: ${problem}; ` +
       "is this a file the gateway's trace exporter wrote?",
   );
-}
-
-function sizeText(bytes: number): string {
-  return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : bytes % 1024 === 0 ? `${bytes / 1024} KiB` : `${bytes} bytes`;
 }
 
 function unreadable(name: string, error: unknown): ThreadlineError {
