@@ -715,7 +715,7 @@ export const SETTINGS = {
     default: 16 * MIB,
     min: 64 * 1024,
     max: 2 ** 34,
-    description: 'a background command\'s output file stops growing at this size (later writes fail with EFBIG); the notification says so',
+    description: 'a background command\'s captured output (stdout and stderr) is cut at this size: the rest is read and discarded, and a marker line says how much; the files it writes are not limited',
   },
   THREADLINE_TERMINAL_MIN_CHECK_INTERVAL_S: {
     kind: 'integer',
