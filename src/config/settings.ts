@@ -542,7 +542,7 @@ export const SETTINGS = {
     default: 64 * MIB,
     min: 64 * 1024,
     max: 2 ** 40,
-    description: 'the trace file is rotated before a write would take it past this size',
+    description: 'no trace file grows past this size: it is rotated before a batch would take it past, a larger batch is split over lines, and a span larger on its own is dropped (counted in `threadline.trace_file.spans_dropped`); `threadline misroutes` and `trace` skip a longer line (and any past 256 MiB)',
   },
   THREADLINE_TRACE_FILE_KEEP: {
     kind: 'integer',

@@ -112,8 +112,8 @@ describe('TraceFileSource', () => {
 
   it('reads the files FileSpanExporter rotated, and only those it kept', async () => {
     const path = join(tempDir(), 'exported', 'traces.jsonl');
-    // Each batch is bigger than maxBytes, so each gets a file of its own; three are kept.
-    const exporter = new FileSpanExporter(path, { maxBytes: 10, keep: 3 });
+    // A file holds one batch and not two, so each gets a file of its own; three are kept.
+    const exporter = new FileSpanExporter(path, { maxBytes: Buffer.byteLength(line(...spans({ trace: 1, at: 1 }))) + 16, keep: 3 });
     for (let n = 1; n <= 5; n++) await new Promise((resolve) => exporter.export(spans({ trace: n, at: n }), resolve));
     await exporter.shutdown();
     const source = new TraceFileSource(path);
