@@ -552,7 +552,7 @@ export const SETTINGS = {
     default: 64 * MIB,
     min: 64 * 1024,
     max: 2 ** 40,
-    description: 'the trace file is rotated before a write would take it past this size',
+    description: 'no trace file grows past this size: it is rotated before a batch would take it past, a larger batch is split over lines, and a span larger on its own is dropped (counted in `threadline.trace_file.spans_dropped`); `threadline misroutes` and `trace` skip a longer line (and any past 256 MiB)',
   },
   THREADLINE_TRACE_FILE_KEEP: {
     kind: 'integer',
@@ -743,7 +743,7 @@ export const SETTINGS = {
     default: 16 * MIB,
     min: 64 * 1024,
     max: 2 ** 34,
-    description: 'a background command\'s output file stops growing at this size (later writes fail with EFBIG); the notification says so',
+    description: 'a background command\'s captured output (stdout and stderr) is cut at this size: the rest is read and discarded, and a marker line says how much; the files it writes are not limited',
   },
   THREADLINE_TERMINAL_MIN_CHECK_INTERVAL_S: {
     kind: 'integer',

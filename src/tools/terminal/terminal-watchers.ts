@@ -246,7 +246,8 @@ export class TerminalWatchers implements BackgroundWork {
         killed,
         tail,
         droppedChars: bytes - Buffer.byteLength(tail),
-        cappedAtBytes: bytes >= this.outputCapBytes() ? bytes : undefined,
+        // The wrapper keeps at most the cap, then its marker: anything more means it cut.
+        cappedAtBytes: bytes > this.config.outputMaxBytes ? this.config.outputMaxBytes : undefined,
       });
       // Deterministic id: a crash after this and before remove() never sends it twice.
       await deliverLater(this.services.deliverer, record.origin, 'terminal.notify', { id: `proc:${record.id}:done`, kind: 'notification', text });
@@ -259,11 +260,6 @@ export class TerminalWatchers implements BackgroundWork {
     const endedAt = this.services.clock.now();
     if (killed) return { signal: signal ?? 'SIGKILL', endedAt };
     return { ...(signal === undefined ? {} : { signal }), endedAt, note };
-  }
-
-  /** The size at which the wrapper's `ulimit -f` stops the file (whole 512-byte blocks). */
-  private outputCapBytes(): number {
-    return Math.max(1, Math.floor(this.config.outputMaxBytes / 512)) * 512;
   }
 
   private async tickAll(due: Watch[]): Promise<void> {
