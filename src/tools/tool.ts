@@ -52,6 +52,12 @@ export interface ToolCall {
    * list_schedules shows it) and when it is due. Set in a gateway; undefined elsewhere.
    */
   readonly later?: ((text: string, delayMs: number) => Promise<{ readonly id: string; readonly at: number }>) | undefined;
+  /**
+   * The call acts with an admin's rights: an admin's own command, or a model that read only
+   * admins' text. A reminder then counts against the gateway's total alone, not the per-chat
+   * and per-user caps. Default false.
+   */
+  readonly byAdmin?: boolean | undefined;
 }
 
 export interface ToolResult {
