@@ -721,6 +721,15 @@ export const SETTINGS = {
     description:
       "where `threadline send` records its message: `redis`, the outbox on `THREADLINE_REDIS_URL` (refused, exit 1, without it); `sqlite`, the store in `THREADLINE_DATA_DIR`; `auto`, Redis when `THREADLINE_REDIS_URL` is set. The gateway sets it for the commands it runs, with its own `THREADLINE_DATA_DIR`, `THREADLINE_REDIS_PREFIX` and `THREADLINE_PARTITIONS`, and `THREADLINE_REDIS_URL` when that holds no credentials (no user, password or query)",
   },
+  THREADLINE_TERMINAL_USER: {
+    kind: 'text',
+    group: 'tools',
+    default: undefined,
+    defaultText: "the gateway's own",
+    format: 'a user name or uid',
+    description:
+      "an unprivileged account commands run as (say `nobody`), in its home (or the temporary directory), so a command cannot read the gateway's memory or `/proc/<pid>/environ`; needs the gateway to run as root; root itself is refused",
+  },
   THREADLINE_TERMINAL_TIMEOUT_S: {
     kind: 'integer',
     group: 'tools',

@@ -1,6 +1,7 @@
 import { ThreadlineError, messageOf } from '../../errors.js';
 import { runDetached } from '../../session/index.js';
 import { NOT_STARTED } from './process-files.js';
+import { runAsPrefix, type RunAs } from './run-as.js';
 import type { SpawnedProcess, Spawner } from './spawner.js';
 
 /** The name the wrapper runs under ($0): it shows in `ps` and in /proc/<pid>/cmdline. */
@@ -44,7 +45,7 @@ const KEEP_FIRST_BYTES = [
  * atomically once both have ended. Only the captured output is capped: the files the command
  * writes are not.
  */
-const WRAPPER_SCRIPT = [
+const wrapperScript = (runAs: RunAs | undefined): string => [
   // A handler, not '': an ignored TERM would be inherited by the command, which /kill must end.
   "trap 'terminated=1' TERM",
   'IFS= read -r go',
@@ -52,7 +53,7 @@ const WRAPPER_SCRIPT = [
   // EOF: the gateway died before it could say run; the next start reports that.
   `if [ "$go" != run ]; then printf '%s\\n' ${NOT_STARTED} >"$1/status.tmp" && mv -f "$1/status.tmp" "$1/status"; exit 0; fi`,
   // The pipeline's left side is a subshell, where a caught trap is reset: it sets its own, to outlive /kill's TERM and record the command's end.
-  `{ trap 'terminated=1' TERM; /bin/sh -c "$3" </dev/null 2>&1; printf '%s\\n' "$?" >"$1/${EXIT_FILE}"; } | ${KEEP_FIRST_BYTES}`,
+  `{ trap 'terminated=1' TERM; ${runAsPrefix(runAs)}/bin/sh -c "$3" </dev/null 2>&1; printf '%s\\n' "$?" >"$1/${EXIT_FILE}"; } | ${KEEP_FIRST_BYTES}`,
   // No exit file, or an empty one: the left side was killed before it wrote it (SIGKILL); said as unreadable, never as 0.
   `rc=$(cat "$1/${EXIT_FILE}" 2>/dev/null)`,
   '[ -n "$rc" ] || rc=unknown',
@@ -65,6 +66,8 @@ export interface WrapperOptions {
   readonly cwd: string;
   readonly env: NodeJS.ProcessEnv;
   readonly outputMaxBytes: number;
+  /** The account the command runs as; the wrapper stays the gateway's, to write the process directory. */
+  readonly runAs?: RunAs | undefined;
 }
 
 /** A wrapper spawned and waiting: `run()` lets the command start, `abort()` ends it unrun. */
@@ -94,7 +97,7 @@ function ignoreStdinError(): void {}
  */
 export async function spawnWrapper(spawner: Spawner, options: WrapperOptions): Promise<HeldWrapper> {
   const child = runDetached(() =>
-    spawner('/bin/sh', ['-c', WRAPPER_SCRIPT, WRAPPER_NAME, options.dir, String(Math.max(1, Math.floor(options.outputMaxBytes))), options.command], {
+    spawner('/bin/sh', ['-c', wrapperScript(options.runAs), WRAPPER_NAME, options.dir, String(Math.max(1, Math.floor(options.outputMaxBytes))), options.command], {
       cwd: options.cwd,
       env: options.env,
       detached: true,
