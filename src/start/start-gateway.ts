@@ -177,6 +177,8 @@ async function assembleGateway(
     });
   });
   try {
+    // Before replay and intake: a replayed /run's new command directory is no leftover to clean up.
+    await toolbox.adopt();
     await gateway.start();
     await toolbox.start();
   } catch (error) {
