@@ -20,6 +20,7 @@ import type { ScheduleRow } from './sqlite-schedules.js';
 import { SqliteConnection } from './sqlite-connection.js';
 import {
   MAX_STATE_IDS,
+  type CallResults,
   type Conversations,
   type DeliveryState,
   type HistoryEntry,
@@ -63,6 +64,7 @@ export class SqliteStore implements Store {
   readonly processes: ProcessTable;
   readonly schedules: ScheduleTable;
   readonly history: HistoryLog;
+  readonly calls: CallResults;
 
   private constructor(private readonly thread: SqliteConnection) {
     this.messages = messageLog(thread);
@@ -72,6 +74,7 @@ export class SqliteStore implements Store {
     this.processes = processTable(thread);
     this.schedules = scheduleTable(thread);
     this.history = historyLog(thread);
+    this.calls = callResults(thread);
   }
 
   /** Opens the store, creating it and its directory if needed; TL_STORE_FAILED says why it cannot. */
@@ -431,6 +434,13 @@ function toScheduleState(row: ScheduleRow): ScheduleState {
     ...(row.timezone === null ? {} : { timezone: row.timezone }),
     nextAt: row.next_at,
     createdAt: row.created_at,
+  };
+}
+
+function callResults(thread: SqliteConnection): CallResults {
+  return {
+    get: (messageId, key) => thread.call('recordedCall', key, messageId),
+    record: (messageId, key, result) => thread.call('recordCall', key, messageId, result),
   };
 }
 

@@ -28,6 +28,12 @@ export interface Tool<Input = Record<string, unknown>> {
    */
   readonly trustedOutput: boolean;
   /**
+   * Its result is recorded under the call's key before the turn goes on, and a turn run again
+   * after a crash is answered with it instead of running the call again: for a tool whose
+   * effect no id of its own makes once (a foreground shell command).
+   */
+  readonly recordsResult?: boolean | undefined;
+  /**
    * Runs the call; resolves with what the caller is told (one line or a few). Throws a
    * ThreadlineError (TL_TOOL_INPUT, TL_TOOL_LIMIT, ...) whose message the user may read.
    */

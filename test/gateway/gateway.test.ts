@@ -47,6 +47,7 @@ function withBookkeeping(store: Store, write: BookkeepingWrite): Store {
     processes: store.processes,
     schedules: store.schedules,
     history: store.history,
+    calls: store.calls,
     close: () => store.close(),
   };
 }
@@ -312,6 +313,7 @@ describe('Gateway stop', () => {
       processes: store.processes,
       schedules: store.schedules,
       history: store.history,
+      calls: store.calls,
       close: () => store.close(),
     };
     const gateway = gatewayWith(counted, [], [], { metrics });

@@ -54,6 +54,7 @@ async function probedGateway(): Promise<{ gateway: Gateway; app: FastifyInstance
     processes: sqlite.processes,
     schedules: sqlite.schedules,
     history: sqlite.history,
+    calls: sqlite.calls,
     close: () => sqlite.close(),
   };
   const config = readGatewayConfig({ THREADLINE_DATA_DIR: tempDir() });

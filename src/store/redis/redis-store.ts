@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import type { Conversations, HistoryLog, HomeChannels, MessageLog, OutboxRecords, ProcessTable, ScheduleTable, Store } from '../store.js';
+import type { CallResults, Conversations, HistoryLog, HomeChannels, MessageLog, OutboxRecords, ProcessTable, ScheduleTable, Store } from '../store.js';
+import { redisCallResults } from './redis-calls.js';
 import { redisConversations } from './redis-conversations.js';
 import { redisHistoryLog } from './redis-history.js';
 import { redisHomeChannels } from './redis-homes.js';
@@ -36,6 +37,7 @@ export class RedisStore implements Store<OutboxRecords> {
   readonly processes: ProcessTable;
   readonly schedules: ScheduleTable;
   readonly history: HistoryLog;
+  readonly calls: CallResults;
   private closing: Promise<void> | undefined;
 
   private constructor(private readonly parts: RedisStoreParts) {
@@ -47,6 +49,7 @@ export class RedisStore implements Store<OutboxRecords> {
     this.processes = redisProcessTable(redis, keys, outbox, parts.noticeStates);
     this.schedules = redisScheduleTable(redis, keys);
     this.history = redisHistoryLog(redis, keys);
+    this.calls = redisCallResults(redis, keys);
   }
 
   /** A store on `parts.redis`; nothing is read until a table is used. */

@@ -62,6 +62,8 @@ export function terminalTool(deps: TerminalToolDeps): Tool {
     input: parameters,
     adminOnly: true,
     enabled: deps.config.enabled,
+    // A foreground command has no id to be found by: a replayed turn is answered with what it said.
+    recordsResult: true,
     async run(raw, call) {
       requireEnabled(deps.config);
       const args = raw as unknown as TerminalArgs;
