@@ -101,7 +101,7 @@ describe('background work across a kill -9', () => {
 });
 
 describe('a foreground command across a kill -9', () => {
-  it('runs once when the gateway dies between its end and the turn\'s; the replayed turn gets the recorded result', async () => {
+  it('runs once when the gateway dies between its end and the end of its turn, whose replay gets the recorded result', async () => {
     const receiver = await DeliveryReceiver.start();
     cleanups.push(() => receiver.close());
     const dataDir = tempDir();
