@@ -211,7 +211,7 @@ export const SETTINGS = {
     kind: 'url',
     group: 'webhook',
     default: undefined,
-    description: 'where webhook replies are POSTed; unset, they are logged',
+    description: 'where webhook replies are POSTed (a `user:password@` in it is sent as HTTP Basic auth); unset, they are logged',
   },
   THREADLINE_WEBHOOK_IDEMPOTENCY_MS: {
     kind: 'integer',
