@@ -17,6 +17,7 @@ import { TelegramPlatform } from '../platforms/telegram/telegram-platform.js';
 import { WebhookPlatform } from '../platforms/webhook/webhook-platform.js';
 import { recordBackend } from '../store/data-dir-backend.js';
 import { acquireDataDirLock } from '../store/data-dir-lock.js';
+import { StoreWrites } from '../store/store-writes.js';
 import type { AnyStore } from '../store/store.js';
 import type { RedisBackend } from '../queue/redis-backend.js';
 import { commandSettings } from './command-settings.js';
@@ -110,12 +111,15 @@ async function assemble(config: GatewayConfig, parts: GatewayParts, store: AnySt
 async function assembleGateway(
   config: GatewayConfig,
   parts: GatewayParts,
-  store: AnyStore,
+  given: AnyStore,
   unlock: () => void,
   /** With THREADLINE_REDIS_URL: the queues, the instances' heartbeats and leases. */
   backend?: RedisBackend,
 ): Promise<RunningGateway> {
   const { logger } = parts;
+  // Every write, the tools' too, tells readiness whether the store takes writes.
+  const storeWrites = new StoreWrites(logger);
+  const store = storeWrites.watched(given);
   const platforms: Platform[] = [new WebhookPlatform({ ...config.webhook, idempotencyTtlMs: config.webhookIdempotencyMs, logger, keepBaggage: config.inboundBaggage })];
   if (config.telegram !== undefined) {
     // Long polling on one instance at a time: two pollers steal each other's updates (409 Conflict).
@@ -146,6 +150,7 @@ async function assembleGateway(
   const agent = typeof parts.agent === 'function' ? parts.agent(toolbox) : (parts.agent ?? defaultAgent(config, toolbox, store, logger));
   const gateway = new Gateway({
     store,
+    storeWrites,
     ...(backend === undefined ? {} : { queues: backend.queues, suitability: backend.suitability }),
     platforms,
     agent,

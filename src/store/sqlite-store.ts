@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { LRUCache } from 'lru-cache';
 import {
   formatDestination,
@@ -66,7 +67,10 @@ export class SqliteStore implements Store {
   readonly history: HistoryLog;
   readonly calls: CallResults;
 
-  private constructor(private readonly thread: SqliteConnection) {
+  private constructor(
+    private readonly thread: SqliteConnection,
+    readonly location: string,
+  ) {
     this.messages = messageLog(thread);
     this.outbox = outbox(thread);
     this.homes = homeChannels(thread);
@@ -79,7 +83,7 @@ export class SqliteStore implements Store {
 
   /** Opens the store, creating it and its directory if needed; TL_STORE_FAILED says why it cannot. */
   static async open(path: string, retention: Retention = DEFAULT_RETENTION): Promise<SqliteStore> {
-    return new SqliteStore(SqliteConnection.open(path, retention));
+    return new SqliteStore(SqliteConnection.open(path, retention), resolve(path));
   }
 
   /**
@@ -89,7 +93,11 @@ export class SqliteStore implements Store {
    * TL_STORE_FAILED. TL_STORE_FAILED also says why it cannot be opened.
    */
   static async openReadOnly(path: string): Promise<SqliteStore> {
-    return new SqliteStore(SqliteConnection.openReadOnly(path, DEFAULT_RETENTION));
+    return new SqliteStore(SqliteConnection.openReadOnly(path, DEFAULT_RETENTION), resolve(path));
+  }
+
+  probeWrite(): Promise<void> {
+    return this.thread.call('probeWrite');
   }
 
   close(): Promise<void> {

@@ -19,6 +19,13 @@ export interface Store<O extends OutboxRecords = OutboxStore> {
   readonly history: HistoryLog;
   /** What a turn's tool calls returned, kept until their message completes, so its replay is answered with it. */
   readonly calls: CallResults;
+  /** Where it is, for log lines only (an error a caller sees never names it): the SQLite file, or Redis and the keys' prefix. */
+  readonly location: string;
+  /**
+   * Makes a write that changes nothing and fails as any write would (a full disk, a Redis out
+   * of memory): once a write failed, readiness asks it whether writes succeed again.
+   */
+  probeWrite(): Promise<void>;
   close(): Promise<void>;
 }
 

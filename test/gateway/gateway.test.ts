@@ -48,6 +48,8 @@ function withBookkeeping(store: Store, write: BookkeepingWrite): Store {
     schedules: store.schedules,
     history: store.history,
     calls: store.calls,
+    location: store.location,
+    probeWrite: () => store.probeWrite(),
     close: () => store.close(),
   };
 }
@@ -314,6 +316,8 @@ describe('Gateway stop', () => {
       schedules: store.schedules,
       history: store.history,
       calls: store.calls,
+      location: store.location,
+      probeWrite: () => store.probeWrite(),
       close: () => store.close(),
     };
     const gateway = gatewayWith(counted, [], [], { metrics });
@@ -332,6 +336,7 @@ describe('Gateway stop', () => {
     const { held, open } = gate();
     const slowAppend: Store = {
       ...store,
+      probeWrite: () => store.probeWrite(),
       close: () => store.close(),
       messages: { ...store.messages, accept: (message, checks) => held.then(() => store.messages.accept(message, checks)) },
     };
@@ -360,6 +365,7 @@ describe('Gateway stop', () => {
     let lookups = 0;
     const slowLookup: Store = {
       ...store,
+      probeWrite: () => store.probeWrite(),
       close: () => store.close(),
       outbox: { ...store.outbox, claim: (...args) => (++lookups, held.then(() => store.outbox.claim(...args))) },
     };
