@@ -28,7 +28,7 @@ const ops = sqliteOperations(db, RETENTION);
 const fill = db.transaction(() => {
   for (let n = 0; n < PER_CHAT; n++) {
     for (let chat = 0; chat < CHATS; chat++) {
-      ops.addDelivery({ id: `d-${chat}-${n}`, kind: 'reply', destination: `webhook:chat-${chat}`, text: 'hello', inReplyTo: null, origin, createdAt: 1_000 + n, attachment: null, replaces: null }, 61_000);
+      ops.addDelivery({ id: `d-${chat}-${n}`, kind: 'reply', destination: `webhook:chat-${chat}`, text: 'hello', inReplyTo: null, origin, createdAt: 1_000 + n, attachment: null, replaces: null, button: null }, 61_000);
     }
   }
   // What a restart leaves: every head pending and due.

@@ -42,7 +42,7 @@ async function echo(connection: SqliteConnection, n: number): Promise<void> {
   const now = Date.now();
   const accepted = await connection.call('acceptMessage', id, ROUTING, `text ${n}`, now, { destination, ...CHECKS });
   if (accepted.status !== 'accepted') throw new Error(`refused: ${JSON.stringify(accepted)}`);
-  const added = await connection.call('addDelivery', { id: `${id}/1`, kind: 'reply', destination, text: `echo ${n}`, inReplyTo: id, origin: ROUTING, createdAt: now, attachment: null, replaces: null }, now + 60_000);
+  const added = await connection.call('addDelivery', { id: `${id}/1`, kind: 'reply', destination, text: `echo ${n}`, inReplyTo: id, origin: ROUTING, createdAt: now, attachment: null, replaces: null, button: null }, now + 60_000);
   if (added !== 'claimed') throw new Error(`not claimed: ${added}`);
   // As the gateway makes them: the turn ends without waiting for the record of its reply.
   const done = connection.call('markDone', `${id}/1`, Date.now(), now + 60_000);

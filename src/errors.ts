@@ -107,7 +107,7 @@ export const ERROR_CODES = {
   },
   TL_STORE_FAILED: {
     status: 503,
-    summary: 'The store could not be opened, refused a write, or was used after it closed; the message says which and where.',
+    summary: 'The store could not be opened, refused a write, or was used after it closed; the message says which, the log where (a path stays out of HTTP answers). Readiness is 503 from a refused write until one succeeds.',
   },
   TL_DELIVERY_FAILED: {
     status: 502,
@@ -146,8 +146,9 @@ export const ERROR_CODES = {
     summary: 'The shared backend (THREADLINE_REDIS_URL) cannot be reached or refused a command; intake answers 503 until it is back.',
   },
   TL_REDIS_UNSUITABLE: {
-    status: 500,
-    summary: 'The Redis at THREADLINE_REDIS_URL may lose accepted work (an evicting maxmemory-policy) or was set up for another partition count; the gateway refuses to start on it.',
+    status: 503,
+    summary:
+      'The Redis at THREADLINE_REDIS_URL may lose accepted work (an evicting maxmemory-policy) or was set up for another partition count; the gateway refuses to start on it, and a running one that finds it so is not ready and refuses messages until it is fixed.',
   },
 } as const;
 

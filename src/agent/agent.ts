@@ -1,5 +1,5 @@
 import type { Session } from '../session/index.js';
-import type { Attachment, Destination } from '../session/delivery.js';
+import type { Attachment, CommandButton, Destination } from '../session/delivery.js';
 import type { Author } from './author.js';
 
 /** One turn: a message of a session, and what the agent may do in answer. */
@@ -23,8 +23,11 @@ export interface Turn {
   isAdmin(author: Author): boolean;
   /** Aborted by /stop or shutdown; long work should watch it. */
   readonly signal: AbortSignal;
-  /** Replies to the chat and thread the message came from, with a file if given (a voice note). */
-  reply(text: string, options?: { readonly attachment?: Attachment | undefined }): Promise<void>;
+  /**
+   * Replies to the chat and thread the message came from, with a file if given (a voice note)
+   * and a button that posts a command as whoever presses it, where the platform has buttons.
+   */
+  reply(text: string, options?: { readonly attachment?: Attachment | undefined; readonly button?: CommandButton | undefined }): Promise<void>;
   /**
    * The answer as written so far (the whole text, not a delta), for platforms that can show
    * it while it is written (a Telegram draft, a live message edited as it grows). Best-effort:

@@ -73,7 +73,7 @@ async function withBackend<T>(io: CliIo, dataDir: string, redis: RedisConfig | u
 }
 
 /** `read()`, or exit 1 with the configuration error it threw. */
-function orFail<T>(io: CliIo, read: () => T): T {
+export function orFail<T>(io: CliIo, read: () => T): T {
   try {
     return read();
   } catch (error) {

@@ -184,6 +184,16 @@ export const SETTINGS = {
       'how long a turn or a delivery held by an instance that stopped answering (killed, cut off) waits before another instance takes it over; an instance renews its leases several times within it. Its heartbeat lasts as long: once it has lapsed, another instance tells the chats of its background commands they were lost with it, and takes over Telegram long polling. A cron or reminder run is held as long, and the instance holding the schedules lease matches the schedules queue to the stored jobs once every lease',
   },
 
+  THREADLINE_REDIS_CHECK_INTERVAL_MS: {
+    kind: 'integer',
+    group: 'redis',
+    default: 10_000,
+    min: 100,
+    max: 600_000,
+    description:
+      'how often a running instance checks again what start-up checked of its Redis (`maxmemory-policy noeviction`, version, partitions): while Redis is unsuitable `/v1/ready` answers 503 and intake refuses messages with `TL_REDIS_UNSUITABLE`, with one error logged and `threadline.redis.unsuitable` counted when it turns so',
+  },
+
   // Webhook platform
   THREADLINE_WEBHOOK_TOKEN: {
     kind: 'text',
@@ -203,7 +213,7 @@ export const SETTINGS = {
     kind: 'url',
     group: 'webhook',
     default: undefined,
-    description: 'where webhook replies are POSTed; unset, they are logged',
+    description: 'where webhook replies are POSTed (a `user:password@` in it is sent as HTTP Basic auth); unset, they are logged',
   },
   THREADLINE_WEBHOOK_IDEMPOTENCY_MS: {
     kind: 'integer',
@@ -586,7 +596,7 @@ export const SETTINGS = {
     default: 64 * MIB,
     min: 64 * 1024,
     max: 2 ** 40,
-    description: 'the trace file is rotated before a write would take it past this size',
+    description: 'no trace file grows past this size: it is rotated before a batch would take it past, a larger batch is split over lines, and a span larger on its own is dropped (counted in `threadline.trace_file.spans_dropped`); `threadline misroutes` and `trace` skip a longer line (and any past 256 MiB)',
   },
   THREADLINE_TRACE_FILE_KEEP: {
     kind: 'integer',
@@ -737,6 +747,33 @@ export const SETTINGS = {
     description:
       "names of further environment variables a command gets, comma-separated (say `AWS_PROFILE`); otherwise only the shell's own (`PATH`, `HOME`, `LANG`…), the settings that are no secrets, URLs or the admins, and the session's; naming a secret is refused",
   },
+  THREADLINE_SEND_PLATFORMS: {
+    kind: 'text',
+    group: 'tools',
+    default: undefined,
+    defaultText: '`webhook`, and `telegram` and `slack` when their bot tokens are set',
+    format: 'comma-separated platform names',
+    description:
+      "the platforms `threadline send` may address. The gateway sets it for the commands it runs to the platforms it enabled, since their environment holds no token to tell by; set it yourself for a script run outside the gateway",
+  },
+  THREADLINE_SEND_STORE: {
+    // Text, not a choice: only `threadline send` reads it, and refuses any other value.
+    kind: 'text',
+    group: 'tools',
+    default: 'auto',
+    format: '`auto`, `sqlite` or `redis`',
+    description:
+      "where `threadline send` records its message: `redis`, the outbox on `THREADLINE_REDIS_URL` (refused, exit 1, without it); `sqlite`, the store in `THREADLINE_DATA_DIR`; `auto`, Redis when `THREADLINE_REDIS_URL` is set. The gateway sets it for the commands it runs, with its own `THREADLINE_DATA_DIR`, `THREADLINE_REDIS_PREFIX` and `THREADLINE_PARTITIONS`, and `THREADLINE_REDIS_URL` when that holds no credentials (no user, password or query)",
+  },
+  THREADLINE_TERMINAL_USER: {
+    kind: 'text',
+    group: 'tools',
+    default: undefined,
+    defaultText: "the gateway's own",
+    format: 'a user name or uid',
+    description:
+      "an unprivileged account commands run as (say `nobody`), in its home (or the temporary directory), so a command cannot read the gateway's memory or `/proc/<pid>/environ`; needs the gateway to run as root; root itself is refused",
+  },
   THREADLINE_TERMINAL_TIMEOUT_S: {
     kind: 'integer',
     group: 'tools',
@@ -759,7 +796,7 @@ export const SETTINGS = {
     default: 16 * MIB,
     min: 64 * 1024,
     max: 2 ** 34,
-    description: 'a background command\'s output file stops growing at this size (later writes fail with EFBIG); the notification says so',
+    description: 'a background command\'s captured output (stdout and stderr) is cut at this size: the rest is read and discarded, and a marker line says how much; the files it writes are not limited',
   },
   THREADLINE_TERMINAL_MIN_CHECK_INTERVAL_S: {
     kind: 'integer',

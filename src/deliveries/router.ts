@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { ThreadlineError } from '../errors.js';
 import { recordFailure, type RoutingSnapshot, type Session } from '../session/index.js';
 import type { HomeChannels, NewDelivery } from '../store/store.js';
-import { MAX_ATTACHMENT_BYTES, formatDestination, type Attachment, type DeliveryKind } from '../session/delivery.js';
+import { MAX_ATTACHMENT_BYTES, MAX_BUTTON_COMMAND_BYTES, formatDestination, type Attachment, type CommandButton, type DeliveryKind } from '../session/delivery.js';
 import { destinationOf } from '../session/routing-mismatch.js';
 import type { DeliveryQueue } from './delivery-queue.js';
 import { deliveryAttributes } from './outbox.js';
@@ -25,6 +25,8 @@ export interface DeliveryRequest {
   readonly attachment?: Attachment | undefined;
   /** The live message (a platform message id in the origin chat and thread) this text replaces; dropped for any other destination. */
   readonly replaces?: string | undefined;
+  /** A button under the message that posts a command as its presser. */
+  readonly button?: CommandButton | undefined;
   /** The routing captured where the work began; the misroute guard compares against it. */
   readonly origin: RoutingSnapshot;
 }
@@ -66,6 +68,9 @@ export class DeliveryRouter {
     if (request.attachment !== undefined && attachmentBytes(request.attachment) > MAX_ATTACHMENT_BYTES) {
       throw new ThreadlineError('TL_TOOL_INPUT', `An attachment may hold ${MAX_ATTACHMENT_BYTES} bytes; ${request.attachment.filename} is larger`);
     }
+    if (request.button !== undefined && Buffer.byteLength(request.button.command) > MAX_BUTTON_COMMAND_BYTES) {
+      throw new ThreadlineError('TL_TOOL_INPUT', `A button's command may hold ${MAX_BUTTON_COMMAND_BYTES} bytes`);
+    }
     const origin = request.origin.session as Session;
     const destination = await this.targets.resolve(target, request.origin);
     return tracer.startActiveSpan('gateway.deliver', { kind: SpanKind.CLIENT, links: originLinks(request.origin) }, async (span) => {
@@ -84,6 +89,7 @@ export class DeliveryRouter {
           ...(request.attachment === undefined ? {} : { attachment: request.attachment }),
           // Like the anchor: a message of the origin chat, never edited from elsewhere.
           ...(request.replaces !== undefined && target.to === 'origin' && mismatch === undefined ? { replaces: request.replaces } : {}),
+          ...(request.button === undefined ? {} : { button: request.button }),
           origin: request.origin,
           createdAt: Date.now(),
         };

@@ -46,6 +46,7 @@ export async function sendAttempt(
         ...(delivery.inReplyTo === undefined ? {} : { inReplyTo: delivery.inReplyTo }),
         ...(delivery.attachment === undefined ? {} : { attachment: delivery.attachment }),
         ...(delivery.replaces === undefined ? {} : { replaces: delivery.replaces }),
+        ...(delivery.button === undefined ? {} : { button: delivery.button }),
         traceId: delivery.origin.origin?.traceId ?? span.spanContext().traceId,
       },
       signal,

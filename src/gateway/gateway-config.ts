@@ -52,6 +52,8 @@ export interface RedisConfig {
   readonly instanceId: string;
   /** THREADLINE_INSTANCE_LEASE_MS: work of an instance that stopped answering moves on after this. */
   readonly leaseMs: number;
+  /** THREADLINE_REDIS_CHECK_INTERVAL_MS: how often a running instance checks that Redis can still hold its work. */
+  readonly checkEveryMs: number;
 }
 
 export interface GatewayConfig {
@@ -170,8 +172,9 @@ export function readRedisConfig(env: NodeJS.ProcessEnv): RedisConfig | undefined
   const workers = parseWorkers(readText(env, 'THREADLINE_WORKERS'));
   const instanceId = readInstanceId(env);
   const leaseMs = readInteger(env, 'THREADLINE_INSTANCE_LEASE_MS');
+  const checkEveryMs = readInteger(env, 'THREADLINE_REDIS_CHECK_INTERVAL_MS');
   const url = readRedisUrl(env, 'THREADLINE_REDIS_URL');
-  return url === undefined ? undefined : { url, prefix, partitions, workers, instanceId, leaseMs };
+  return url === undefined ? undefined : { url, prefix, partitions, workers, instanceId, leaseMs, checkEveryMs };
 }
 
 function parseWorkers(value: string): RedisConfig['workers'] {

@@ -1,10 +1,12 @@
 import type { Logger } from 'pino';
 import type { Admins } from './commands/admins.js';
 import type { Agent } from '../agent/agent.js';
+import type { ThreadlineError } from '../errors.js';
 import type { DeliveryQueue } from '../deliveries/delivery-queue.js';
 import type { OutboxOptions } from '../deliveries/outbox.js';
 import type { Platform } from '../platforms/platform.js';
 import type { AnyStore } from '../store/store.js';
+import type { StoreWrites } from '../store/store-writes.js';
 import type { GatewayMetrics } from '../telemetry/gateway-metrics.js';
 import type { TurnQueue } from './turn-queue.js';
 import type { PresenceOptions } from './turn-presence.js';
@@ -21,6 +23,12 @@ export interface DeliveryQueueParts {
 export interface GatewayQueues {
   readonly turns: TurnQueue;
   readonly deliveries: (parts: DeliveryQueueParts) => DeliveryQueue;
+}
+
+/** Whether the shared backend can still hold accepted work, as last checked while the gateway runs. */
+export interface BackendSuitability {
+  /** Why it cannot (TL_REDIS_UNSUITABLE): intake refuses and /v1/ready answers 503 with it. Undefined while it can. */
+  problem(): ThreadlineError | undefined;
 }
 
 export interface GatewayOptions {
@@ -43,8 +51,12 @@ export interface GatewayOptions {
   readonly admins?: Admins;
   /** THREADLINE_TYPING_INTERVAL_MS, THREADLINE_DRAFT_INTERVAL_MS; default DEFAULT_PRESENCE. */
   readonly presence?: PresenceOptions;
+  /** On Redis: its suitability, checked again while the gateway runs; intake refuses while it is unsuitable. */
+  readonly suitability?: BackendSuitability | undefined;
   /** Default: threadline's instruments on the meter provider registered when the gateway is built. */
   readonly metrics?: GatewayMetrics;
+  /** Watches the store's writes for readiness; pass the one the tools' store is watched by too. Default: its own. */
+  readonly storeWrites?: StoreWrites;
   readonly outbox: OutboxOptions & {
     /** THREADLINE_OUTBOX_MAX_PER_CHAT: open deliveries of one destination before its intake answers 429. */
     readonly maxOpenPerDestination: number;

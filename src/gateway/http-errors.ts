@@ -31,6 +31,8 @@ const RETRY_AFTER_SECONDS: Partial<Record<ErrorCode, number>> = {
   TL_STARTING: 1,
   TL_CHAT_BACKLOG_FULL: OUTBOX_FULL_RETRY_AFTER_SECONDS,
   TL_OUTBOX_FULL: OUTBOX_FULL_RETRY_AFTER_SECONDS,
+  // An operator has to set the policy back: no point in knocking every second.
+  TL_REDIS_UNSUITABLE: OUTBOX_FULL_RETRY_AFTER_SECONDS,
 };
 
 /**

@@ -22,6 +22,7 @@ import type { AnyStore, StoredMessage } from '../store/store.js';
 import type { GatewayMetrics } from '../telemetry/gateway-metrics.js';
 import { timeOrderedId } from './message-id.js';
 import { receiveAttributes, startMessageSpan } from './message-span.js';
+import type { BackendSuitability } from './gateway-options.js';
 import type { TurnQueue } from './turn-queue.js';
 
 /** Whether intake takes messages: not before the replay at start, not once the gateway stops. */
@@ -45,6 +46,8 @@ export interface GatewayIntakeOptions {
   readonly maxOpenTotal: number;
   /** The turn queue is shared by instances: the store counts what waits in all, and a duplicate not yet handed over is. */
   readonly sharedTurns: boolean;
+  /** On Redis: while it cannot hold accepted work safely (an evicting policy), every message is refused. */
+  readonly suitability?: BackendSuitability | undefined;
 }
 
 /**
@@ -102,6 +105,9 @@ export class GatewayIntake implements Intake {
     const { options } = this;
     if (this.current === 'starting') throw new ThreadlineError('TL_STARTING', 'The gateway is starting; retry in a moment');
     if (this.current === 'stopping') throw new ThreadlineError('TL_SHUTTING_DOWN', 'The gateway is stopping; retry later');
+    // Refused rather than accepted into a store that may evict it; a new error each time, so each refusal counts.
+    const unsuitable = options.suitability?.problem();
+    if (unsuitable !== undefined) throw new ThreadlineError(unsuitable.code, unsuitable.message);
     // /stop is let in past a full queue, when it is needed most, but only into a reserve as
     // large as the concurrency: a flood of /stop is refused like anything else.
     const stop = commandOf(message.text) === '/stop';

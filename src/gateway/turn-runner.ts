@@ -64,7 +64,7 @@ export class TurnRunner {
   /** Runs one job's turn; its signal aborts on /stop of its session or at shutdown. Never rejects. */
   run(job: TurnJob, signal: AbortSignal): Promise<void> {
     // A replay of this message numbers its tool calls the same way, so their effects happen once.
-    const turnContext = contextWithTurnCalls(job.context, job.id);
+    const turnContext = contextWithTurnCalls(job.context, job.id, this.options.store.calls);
     // The session object of this turn's context: found again in every context derived from it.
     const ownSession = getSession(turnContext);
     return context.with(turnContext, async () => {
@@ -95,7 +95,7 @@ export class TurnRunner {
           // The live message of this answer, if one was posted, becomes the answer.
           const replaces = await presence.replying();
           const deliver = () =>
-            this.options.router.deliver({ id, kind: 'reply', text, inReplyTo: job.session.messageId, attachment: options?.attachment, origin: job.routing, replaces });
+            this.options.router.deliver({ id, kind: 'reply', text, inReplyTo: job.session.messageId, attachment: options?.attachment, button: options?.button, origin: job.routing, replaces });
           // A turn answers its own message, whatever context its caller is in (a turn kept
           // and called while another message is handled): that context is left for its own.
           return getSession() === ownSession ? deliver() : context.with(turnContext, deliver);

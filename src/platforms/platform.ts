@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ChatType, InboundTrace, SessionInput } from '../session/index.js';
-import type { Attachment, DeliveryKind, Destination } from '../session/delivery.js';
+import type { Attachment, CommandButton, DeliveryKind, Destination } from '../session/delivery.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -61,6 +61,8 @@ export interface OutboundMessage {
    * edit of it, or a new message when it cannot be edited. Platforms that cannot edit ignore it.
    */
   readonly replaces?: string;
+  /** A button that posts a command as its presser; platforms without buttons ignore it (the text says what to type). */
+  readonly button?: CommandButton;
   readonly traceId: string;
 }
 

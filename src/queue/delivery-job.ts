@@ -1,4 +1,4 @@
-import type { Delivery, DeliveryKind, Destination } from '../session/delivery.js';
+import type { CommandButton, Delivery, DeliveryKind, Destination } from '../session/delivery.js';
 import type { RoutingSnapshot } from '../session/index.js';
 import type { JobContext } from './job-context.js';
 
@@ -65,6 +65,7 @@ export function deliveryOf(job: DeliveryJobData): Delivery {
     ...(job.inReplyTo === undefined ? {} : { inReplyTo: job.inReplyTo }),
     ...(job.attachment === undefined ? {} : { attachment: job.attachment }),
     ...(typeof job.replaces === 'string' ? { replaces: job.replaces } : {}),
+    ...(isButton(job.button) ? { button: job.button } : {}),
     origin: job.origin as RoutingSnapshot,
     attempts: job.attempts,
     createdAt: job.createdAt,
@@ -76,4 +77,9 @@ function isDestination(value: unknown): value is Destination {
   if (typeof value !== 'object' || value === null) return false;
   const { platform, chatId, threadId } = value as Record<string, unknown>;
   return typeof platform === 'string' && typeof chatId === 'string' && (threadId === undefined || typeof threadId === 'string');
+}
+
+function isButton(value: unknown): value is CommandButton {
+  const button = value as Partial<CommandButton> | undefined;
+  return typeof button === 'object' && button !== null && typeof button.label === 'string' && typeof button.command === 'string';
 }

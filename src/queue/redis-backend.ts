@@ -16,6 +16,7 @@ import { redisHandoverState } from './redis-handover-state.js';
 import { RedisOutbox } from './redis-outbox.js';
 import { RedisOutboxRecords } from './redis-outbox-records.js';
 import { RedisScheduleRunner } from './redis-schedule-runner.js';
+import { RedisSuitabilityWatch } from './redis-suitability-watch.js';
 import { RedisTurnQueue } from './redis-turn-queue.js';
 
 /** The lease of the instance that matches the schedules queue to the stored jobs. */
@@ -34,6 +35,8 @@ export interface RedisBackend {
   readonly handover: HandoverStateFactory;
   /** The runner of reminders and cron jobs on BullMQ, made from the tools' services; closed with the store. */
   readonly schedules: ScheduleRunnerFactory;
+  /** Start-up's check of Redis, made again while the gateway runs once started; stopped when the store closes. */
+  readonly suitability: RedisSuitabilityWatch;
 }
 
 export interface RedisBackendOptions {
@@ -44,7 +47,8 @@ export interface RedisBackendOptions {
 
 /**
  * Connects to Redis, refuses one that would lose accepted work (TL_REDIS_UNSUITABLE) or cannot
- * be reached (TL_REDIS_UNAVAILABLE), and builds the store and queues on it. The commands'
+ * be reached (TL_REDIS_UNAVAILABLE), and builds the store and queues on it, and the watch that
+ * checks the first again while a gateway runs. The commands'
  * connection fails fast while Redis is away, so intake answers 503; BullMQ's workers wait on
  * connections of their own and carry on when Redis is back.
  */
@@ -65,8 +69,10 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
   let deliveryQueues: DeliveryQueues | undefined;
   const scheduleRunners: RedisScheduleRunner[] = [];
   try {
-    const suitability = await assertRedisSuitable(commands, { keys, partitions: config.partitions });
+    const requirements = { keys, partitions: config.partitions };
+    const suitability = await assertRedisSuitable(commands, requirements);
     for (const warning of suitability.warnings) logger.warn(warning);
+    const watch = new RedisSuitabilityWatch({ redis: commands, requirements, everyMs: config.checkEveryMs, logger, warnings: suitability.warnings });
     deliveryQueues = new DeliveryQueues(commands, keys, config.partitions);
     const queues = deliveryQueues;
     const records = new RedisOutboxRecords({
@@ -88,6 +94,7 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
       keys,
       outbox: records,
       close: async () => {
+        await watch.stop();
         await Promise.allSettled(scheduleRunners.splice(0).map((runner) => runner.stop()));
         await heartbeat.stop();
         await queues.close();
@@ -98,6 +105,7 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
     return {
       store,
       heartbeat,
+      suitability: watch,
       leases: leaseFactory,
       handover: redisHandoverState(commands, keys),
       queues: {

@@ -28,6 +28,20 @@ export interface Attachment {
   readonly dataBase64: string;
 }
 
+/**
+ * A button under a message where the platform has them: pressed, it posts `command` in the
+ * message's chat and thread as whoever pressed it, exactly as if they had typed it, so it gives
+ * nobody rights they lack. Elsewhere the text says what to type.
+ */
+export interface CommandButton {
+  readonly label: string;
+  /** A gateway command (`/confirm ab12cd`): at most 64 bytes, Telegram's limit. */
+  readonly command: string;
+}
+
+/** The longest command a button carries (Telegram's callback_data limit). */
+export const MAX_BUTTON_COMMAND_BYTES = 64;
+
 /** One outbound message. `id` is its idempotency key, stable across retries and restarts. */
 export interface Delivery {
   readonly id: string;
@@ -42,6 +56,8 @@ export interface Delivery {
    * when that edit fails. Never set for a message of another chat or thread.
    */
   readonly replaces?: string;
+  /** A button under it, pressed to post a command (see CommandButton). */
+  readonly button?: CommandButton;
   /** The routing of the work that produced it (see the misroute guard). */
   readonly origin: RoutingSnapshot;
   /** Attempts made in the current series (a retry from the CLI starts a new one). */

@@ -15,10 +15,13 @@ import type { Platform } from '../platforms/platform.js';
 import { SlackPlatform } from '../platforms/slack/slack-platform.js';
 import { TelegramPlatform } from '../platforms/telegram/telegram-platform.js';
 import { WebhookPlatform } from '../platforms/webhook/webhook-platform.js';
+import { recordBackend } from '../store/data-dir-backend.js';
 import { acquireDataDirLock } from '../store/data-dir-lock.js';
 import { fileHandoverState } from '../store/file-handover-state.js';
+import { StoreWrites } from '../store/store-writes.js';
 import type { AnyStore } from '../store/store.js';
 import type { RedisBackend } from '../queue/redis-backend.js';
+import { commandSettings } from './command-settings.js';
 import { openBackend } from './open-backend.js';
 import { assertContextPropagation } from '../session/assert-context-propagation.js';
 import { Gateway } from '../gateway/gateway.js';
@@ -76,6 +79,7 @@ export async function startGateway(config: GatewayConfig, parts: GatewayParts): 
   try {
     const backend = await openBackend(config, parts.logger);
     store = backend.store;
+    recordBackend(lock.dataDir, backend.kind);
     if (backend.kind === 'sqlite') return await assemble(config, parts, store, () => lock.release());
     // Beating before the tools start: another instance must never find this one's commands ownerless.
     await backend.redis.heartbeat.start();
@@ -108,12 +112,15 @@ async function assemble(config: GatewayConfig, parts: GatewayParts, store: AnySt
 async function assembleGateway(
   config: GatewayConfig,
   parts: GatewayParts,
-  store: AnyStore,
+  given: AnyStore,
   unlock: () => void,
   /** With THREADLINE_REDIS_URL: the queues, the instances' heartbeats and leases. */
   backend?: RedisBackend,
 ): Promise<RunningGateway> {
   const { logger } = parts;
+  // Every write, the tools' too, tells readiness whether the store takes writes.
+  const storeWrites = new StoreWrites(logger);
+  const store = storeWrites.watched(given);
   const platforms: Platform[] = [new WebhookPlatform({ ...config.webhook, idempotencyTtlMs: config.webhookIdempotencyMs, logger, keepBaggage: config.inboundBaggage })];
   if (config.telegram !== undefined) {
     // Long polling on one instance at a time: two pollers steal each other's updates (409 Conflict).
@@ -132,6 +139,8 @@ async function assembleGateway(
   // The router exists once the gateway does; tools only deliver after start(), so this late binding is safe.
   let router: Deliverer | undefined;
   const deliverer: Deliverer = { deliver: (request) => router!.deliver(request) };
+  const platformNames = platforms.map(({ name }) => name);
+  const storeKind = parts.store !== undefined ? 'given' : backend === undefined ? 'sqlite' : 'redis';
   const toolbox = createToolbox(
     {
       deliverer,
@@ -139,7 +148,8 @@ async function assembleGateway(
       clock,
       logger,
       dataDir: config.dataDir,
-      platforms: new Set(platforms.map(({ name }) => name)),
+      platforms: new Set(platformNames),
+      commandSettings: commandSettings(config, platformNames, storeKind),
       ...(config.redis === undefined ? {} : { instance: config.redis.instanceId, ...(backend === undefined ? {} : { instances: backend.heartbeat }) }),
     },
     config.tools,
@@ -148,7 +158,8 @@ async function assembleGateway(
   const agent = typeof parts.agent === 'function' ? parts.agent(toolbox) : (parts.agent ?? defaultAgent(config, toolbox, store, logger));
   const gateway = new Gateway({
     store,
-    ...(backend === undefined ? {} : { queues: backend.queues }),
+    storeWrites,
+    ...(backend === undefined ? {} : { queues: backend.queues, suitability: backend.suitability }),
     platforms,
     agent,
     logger,
@@ -169,6 +180,8 @@ async function assembleGateway(
     },
   });
   router = gateway.router;
+  // From before the replay: a Redis turned evicting since it was opened refuses intake from the start.
+  backend?.suitability.start(gateway.metrics);
   const server = buildServer(gateway, platforms, logger, config.http);
   const address = await server.listen({ port: config.port, host: config.host }).catch((error: unknown) => {
     const code = (error as { code?: unknown } | null)?.code;
@@ -177,6 +190,8 @@ async function assembleGateway(
     });
   });
   try {
+    // Before replay and intake: a replayed /run's new command directory is no leftover to clean up.
+    await toolbox.adopt();
     await gateway.start();
     await toolbox.start();
   } catch (error) {

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { callOperations } from './sqlite-calls.js';
 import { conversationOperations } from './sqlite-conversations.js';
 import { historyOperations } from './sqlite-history.js';
 import { homeOperations } from './sqlite-homes.js';
@@ -30,6 +31,7 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
     ...processOperations(db),
     ...scheduleOperations(db),
     ...historyOperations(db),
+    ...callOperations(db),
   };
 }
 
@@ -56,4 +58,5 @@ export const READ_OPERATIONS: ReadonlySet<OperationName> = new Set<OperationName
   'getSchedule',
   'overdueSchedules',
   'recentHistory',
+  'recordedCall',
 ]);

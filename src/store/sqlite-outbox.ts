@@ -24,6 +24,8 @@ export interface DeliveryRow {
   attachment: string | null;
   /** The live message this delivery replaces. */
   replaces: string | null;
+  /** A CommandButton as JSON. */
+  button: string | null;
 }
 
 /** A deliveries row without its text and attachment: what the forensics commands read. */
@@ -55,9 +57,11 @@ export interface EncodedDelivery {
   readonly attachment: string | null;
   /** The platform's id of the live message this delivery replaces. */
   readonly replaces: string | null;
+  /** A CommandButton as JSON. */
+  readonly button: string | null;
 }
 
-const DELIVERY_COLUMNS = `id, kind, destination, text, in_reply_to, origin, status, attempts, attempts_since, due_at, lease_until, last_error, created_at, finished_at, attachment, replaces`;
+const DELIVERY_COLUMNS = `id, kind, destination, text, in_reply_to, origin, status, attempts, attempts_since, due_at, lease_until, last_error, created_at, finished_at, attachment, replaces, button`;
 const DELIVERY_STATE_COLUMNS = `id, kind, status, destination, origin, attempts, attempts_since, due_at, lease_until, last_error, finished_at`;
 
 /** The id of the process whose completion notice is the delivery `id` (`proc:<id>:done`), else NULL. */
@@ -79,8 +83,8 @@ export function outboxOperations(db: Database.Database, prune: Prune) {
        UNION ALL SELECT MIN(attempts_since) FROM deliveries WHERE head = 1 AND status = 'sending')`,
   );
   const addDelivery = statement(
-    `INSERT OR IGNORE INTO deliveries (id, kind, destination, text, in_reply_to, origin, status, head, attempts, attempts_since, due_at, lease_until, created_at, attachment, replaces)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)`,
+    `INSERT OR IGNORE INTO deliveries (id, kind, destination, text, in_reply_to, origin, status, head, attempts, attempts_since, due_at, lease_until, created_at, attachment, replaces, button)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
   );
   // Never open, so no head and no lease: the dead letter of a delivery that must not be sent.
   const addRefused = statement(
@@ -160,9 +164,9 @@ export function outboxOperations(db: Database.Database, prune: Prune) {
      * and is claimed at once (`claimed`: the caller sends it now); otherwise it waits its turn.
      */
     addDelivery(row: EncodedDelivery, leaseUntil: number): AddResult {
-      const { id, kind, destination, text, inReplyTo, origin, createdAt: now, attachment, replaces } = row;
+      const { id, kind, destination, text, inReplyTo, origin, createdAt: now, attachment, replaces, button } = row;
       const head = open(destination) === 0;
-      const added = addDelivery.run(id, kind, destination, text, inReplyTo, origin, head ? 'sending' : 'pending', head ? 1 : 0, now, now, head ? leaseUntil : null, now, attachment, replaces);
+      const added = addDelivery.run(id, kind, destination, text, inReplyTo, origin, head ? 'sending' : 'pending', head ? 1 : 0, now, now, head ? leaseUntil : null, now, attachment, replaces, button);
       return added.changes === 0 ? 'exists' : head ? 'claimed' : 'queued';
     },
     /** Records a delivery that must not be sent as a dead letter; false when its id was recorded before. */

@@ -12,7 +12,8 @@ export const NEXT_AT = `(CASE status WHEN 'sending' THEN lease_until ELSE due_at
  * What the tools keep, touched by tools alone so a message's way writes none of it. Processes
  * and schedules are few (capped per destination and in all when added) and counted by their
  * destination index; history is bounded per session and per destination's mirrored entries
- * by each write, and by age in the prune loop. `seq` orders history by insertion.
+ * by each write, and by age in the prune loop. `seq` orders history by insertion. A call's
+ * recorded result lives as long as the message whose turn made it.
  */
 const TOOL_TABLES = `
 CREATE TABLE IF NOT EXISTS processes (
@@ -58,6 +59,12 @@ CREATE TABLE IF NOT EXISTS history (
 CREATE INDEX IF NOT EXISTS history_session ON history (session_id, seq) WHERE session_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS history_mirrored ON history (destination, seq) WHERE session_id IS NULL;
 CREATE INDEX IF NOT EXISTS history_age ON history (at);
+CREATE TABLE IF NOT EXISTS call_results (
+  key TEXT PRIMARY KEY,
+  message_id TEXT NOT NULL,
+  result TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS call_results_message ON call_results (message_id);
 `;
 
 /**
@@ -108,7 +115,8 @@ CREATE TABLE IF NOT EXISTS deliveries (
   created_at INTEGER NOT NULL,
   finished_at INTEGER,
   attachment TEXT,
-  replaces TEXT
+  replaces TEXT,
+  button TEXT
 );
 -- Covering status and attempts_since: the oldest delivery being sent is found among the heads,
 -- so a delivery sent at once and done touches no index kept for that question.
@@ -151,7 +159,7 @@ CREATE TABLE IF NOT EXISTS conversations (
 ${TOOL_TABLES}`;
 
 /** The layout SCHEMA describes, kept in `PRAGMA user_version`; stores below it are moved over first. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /**
  * Refuses a store this version does not read as it is (TL_STORE_FAILED naming both versions):
@@ -184,6 +192,8 @@ export function createSchema(db: Database.Database): void {
     if (!columnsOf(db, 'deliveries').includes('attachment')) db.exec('ALTER TABLE deliveries ADD COLUMN attachment TEXT');
     // Version 3: a delivery may replace a live message (the platform's id of it).
     if (!columnsOf(db, 'deliveries').includes('replaces')) db.exec('ALTER TABLE deliveries ADD COLUMN replaces TEXT');
+    // Version 4: a delivery may carry a button that posts a command (a CommandButton as JSON).
+    if (!columnsOf(db, 'deliveries').includes('button')) db.exec('ALTER TABLE deliveries ADD COLUMN button TEXT');
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
 }

@@ -1,8 +1,10 @@
+import { resolve } from 'node:path';
 import { LRUCache } from 'lru-cache';
 import {
   formatDestination,
   parseDestination,
   type Attachment,
+  type CommandButton,
   type Delivery,
   type DeliveryRecord,
   type DeliveryStatus,
@@ -19,6 +21,7 @@ import type { ScheduleRow } from './sqlite-schedules.js';
 import { SqliteConnection } from './sqlite-connection.js';
 import {
   MAX_STATE_IDS,
+  type CallResults,
   type Conversations,
   type DeliveryState,
   type HistoryEntry,
@@ -62,8 +65,12 @@ export class SqliteStore implements Store {
   readonly processes: ProcessTable;
   readonly schedules: ScheduleTable;
   readonly history: HistoryLog;
+  readonly calls: CallResults;
 
-  private constructor(private readonly thread: SqliteConnection) {
+  private constructor(
+    private readonly thread: SqliteConnection,
+    readonly location: string,
+  ) {
     this.messages = messageLog(thread);
     this.outbox = outbox(thread);
     this.homes = homeChannels(thread);
@@ -71,11 +78,12 @@ export class SqliteStore implements Store {
     this.processes = processTable(thread);
     this.schedules = scheduleTable(thread);
     this.history = historyLog(thread);
+    this.calls = callResults(thread);
   }
 
   /** Opens the store, creating it and its directory if needed; TL_STORE_FAILED says why it cannot. */
   static async open(path: string, retention: Retention = DEFAULT_RETENTION): Promise<SqliteStore> {
-    return new SqliteStore(SqliteConnection.open(path, retention));
+    return new SqliteStore(SqliteConnection.open(path, retention), resolve(path));
   }
 
   /**
@@ -85,7 +93,11 @@ export class SqliteStore implements Store {
    * TL_STORE_FAILED. TL_STORE_FAILED also says why it cannot be opened.
    */
   static async openReadOnly(path: string): Promise<SqliteStore> {
-    return new SqliteStore(SqliteConnection.openReadOnly(path, DEFAULT_RETENTION));
+    return new SqliteStore(SqliteConnection.openReadOnly(path, DEFAULT_RETENTION), resolve(path));
+  }
+
+  probeWrite(): Promise<void> {
+    return this.thread.call('probeWrite');
   }
 
   close(): Promise<void> {
@@ -143,6 +155,7 @@ function encodeDelivery(delivery: NewDelivery): EncodedDelivery {
     createdAt: delivery.createdAt,
     attachment: delivery.attachment === undefined ? null : JSON.stringify(delivery.attachment),
     replaces: delivery.replaces ?? null,
+    button: delivery.button === undefined ? null : JSON.stringify(delivery.button),
   };
 }
 
@@ -245,6 +258,7 @@ function toRecord(row: DeliveryRow): DeliveryRecord {
     ...(row.in_reply_to === null ? {} : { inReplyTo: row.in_reply_to }),
     ...(row.attachment === null ? {} : { attachment: JSON.parse(row.attachment) as Attachment }),
     ...(row.replaces === null || row.replaces === undefined ? {} : { replaces: row.replaces }),
+    ...(row.button === null || row.button === undefined ? {} : { button: JSON.parse(row.button) as CommandButton }),
     origin: JSON.parse(row.origin) as RoutingSnapshot,
     attempts: row.attempts,
     createdAt: row.created_at,
@@ -428,6 +442,13 @@ function toScheduleState(row: ScheduleRow): ScheduleState {
     ...(row.timezone === null ? {} : { timezone: row.timezone }),
     nextAt: row.next_at,
     createdAt: row.created_at,
+  };
+}
+
+function callResults(thread: SqliteConnection): CallResults {
+  return {
+    get: (messageId, key) => thread.call('recordedCall', key, messageId),
+    record: (messageId, key, result) => thread.call('recordCall', key, messageId, result),
   };
 }
 

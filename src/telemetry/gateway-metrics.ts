@@ -45,6 +45,7 @@ export class GatewayMetrics {
   private readonly deliveries: Counter;
   private readonly deliveryRetries: Counter;
   private readonly routingMismatches: Counter;
+  private readonly redisUnsuitable: Counter;
   private readonly intakeQueued: ObservableGauge;
   private readonly outboxPending: ObservableGauge;
   private readonly outboxFullChats: ObservableGauge;
@@ -81,6 +82,11 @@ export class GatewayMetrics {
       ...integer,
       unit: '{delivery}',
       description: 'Deliveries whose destination differed from the routing captured at their origin, by platform',
+    });
+    this.redisUnsuitable = meter.createCounter('threadline.redis.unsuitable', {
+      ...integer,
+      unit: '{event}',
+      description: 'Times a running instance found its Redis unable to hold accepted work safely (an evicting maxmemory-policy, say): intake refuses until it is fixed',
     });
     this.intakeQueued = meter.createObservableGauge('threadline.intake.queued', {
       ...integer,
@@ -130,6 +136,11 @@ export class GatewayMetrics {
 
   mismatch(platform: string): void {
     this.routingMismatches.add(1, { [PLATFORM]: platform });
+  }
+
+  /** Redis turned unsuitable while the gateway ran: counted once per turn, not per check. */
+  unsuitableRedis(): void {
+    this.redisUnsuitable.add(1);
   }
 
   /** Reads the gauges from `sources` at each collection until the returned function is called. */

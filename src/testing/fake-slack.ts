@@ -6,6 +6,10 @@ export interface SlackSent {
   readonly channel: string;
   readonly text: string;
   readonly threadTs: string | undefined;
+  /** The ts the fake gave the message. */
+  readonly ts?: string;
+  /** The button of its blocks (a CommandButton), when it has one. */
+  readonly button?: { readonly text: string; readonly value: string; readonly actionId: string } | undefined;
 }
 
 /** An assistant.threads.setStatus the fake Web API received. */
@@ -102,6 +106,24 @@ export class FakeSlack {
     this.failures.push({ error });
   }
 
+  /**
+   * The interaction payload Slack posts to the Interactivity Request URL when user `userId`
+   * presses the button of the message posted as `ts` (TestGateway.sendSlackInteraction posts it).
+   */
+  buttonPress(ts: string, userId: string): Record<string, unknown> {
+    const sent = this.sent.find((message) => message.ts === ts);
+    if (sent?.button === undefined) throw new Error(`Message ${ts} has no button to press`);
+    const actionTs = `${Date.now() / 1000}${String(this.nextTs++).padStart(3, '0')}`;
+    return {
+      type: 'block_actions',
+      user: { id: userId },
+      channel: { id: sent.channel },
+      container: { type: 'message', message_ts: ts, channel_id: sent.channel, ...(sent.threadTs === undefined ? {} : { thread_ts: sent.threadTs }) },
+      message: { ts, text: sent.text, ...(sent.threadTs === undefined ? {} : { thread_ts: sent.threadTs }) },
+      actions: [{ type: 'button', action_id: sent.button.actionId, value: sent.button.value, action_ts: actionTs }],
+    };
+  }
+
   close(): Promise<void> {
     return this.server.close();
   }
@@ -123,12 +145,14 @@ export class FakeSlack {
       };
     }
     if (path.endsWith('/chat.postMessage')) {
+      const ts = `${Date.now()}.${String(this.nextTs++).padStart(6, '0')}`;
+      const button = buttonOf(body['blocks']);
       this.sent.push({
         channel: String(body['channel']),
         text: String(body['text']),
         threadTs: body['thread_ts'] === undefined ? undefined : String(body['thread_ts']),
+        ...(button === undefined ? {} : { ts, button }),
       });
-      const ts = `${Date.now()}.${String(this.nextTs++).padStart(6, '0')}`;
       this.messages.set(ts, { channel: String(body['channel']), ts, threadTs: body['thread_ts'] === undefined ? undefined : String(body['thread_ts']), text: String(body['text']) });
       return { status: 200, body: { ok: true, channel: body['channel'], ts } };
     }
@@ -181,4 +205,11 @@ export class FakeSlack {
     }
     return { status: 200, body: { ok: true, files: files.map((file) => ({ id: file.id, title: file.title ?? '' })) } };
   }
+}
+
+/** The first button of an actions block (blocks arrive as JSON text in a form, as an array in JSON). */
+function buttonOf(raw: unknown): SlackSent['button'] {
+  const blocks = (typeof raw === 'string' ? JSON.parse(raw) : raw) as { type?: string; elements?: { type?: string; action_id?: string; value?: string; text?: { text?: string } }[] }[] | undefined;
+  const button = blocks?.find((block) => block.type === 'actions')?.elements?.find((element) => element.type === 'button');
+  return button === undefined ? undefined : { text: String(button.text?.text), value: String(button.value), actionId: String(button.action_id) };
 }

@@ -3,10 +3,14 @@ import { startLocalServer, parseBody, type LocalRequest, type LocalServer } from
 
 /** A sendMessage the fake Bot API received. */
 export interface TelegramSent {
+  /** The id the fake gave the message. */
+  readonly messageId: string;
   readonly chatId: string;
   readonly text: string;
   readonly threadId: string | undefined;
   readonly replyTo: string | undefined;
+  /** The inline button under it (one row of one), when it has one. */
+  readonly button?: { readonly text: string; readonly data: string } | undefined;
 }
 
 /** A sendChatAction the fake Bot API received. */
@@ -119,6 +123,9 @@ export class FakeTelegram {
   readonly edits: TelegramEdit[] = [];
   /** Every call but getUpdates and getMe, in order: sends, chat actions, drafts. */
   readonly calls: TelegramCall[] = [];
+  /** Callback query ids answered (answerCallbackQuery), in order. */
+  readonly answeredPresses: string[] = [];
+  private nextQueryId = 1;
   private updates: Update[] = [];
   private failures: { code: number; retryAfter?: number; method?: string }[] = [];
   private nextMessageId = 1000;
@@ -159,6 +166,32 @@ export class FakeTelegram {
     this.texts.delete(messageId);
   }
 
+  /**
+   * The update Telegram sends when user `from` presses the button under sent message
+   * `messageId`: post it to the webhook or queueUpdate it. Throws when the message has no button.
+   */
+  buttonPress(messageId: string, from: { readonly id: number; readonly username?: string }, options: { readonly updateId?: number; readonly chatType?: 'private' | 'group' | 'supergroup' } = {}): Update {
+    const sent = this.sent.find((message) => message.messageId === messageId);
+    if (sent?.button === undefined) throw new Error(`Message ${messageId} has no button to press`);
+    const chatType = options.chatType ?? 'supergroup';
+    return {
+      update_id: options.updateId ?? 900_000 + this.nextQueryId,
+      callback_query: {
+        id: `q${this.nextQueryId++}`,
+        from: { id: from.id, is_bot: false, first_name: from.username ?? 'user', ...(from.username === undefined ? {} : { username: from.username }) },
+        chat_instance: '1',
+        data: sent.button.data,
+        message: {
+          message_id: Number(messageId),
+          date: 0,
+          chat: chatType === 'private' ? { id: Number(sent.chatId), type: 'private', first_name: 'chat' } : { id: Number(sent.chatId), type: chatType, title: 'chat' },
+          ...(sent.threadId === undefined ? {} : { message_thread_id: Number(sent.threadId), is_topic_message: true }),
+          text: sent.text,
+        },
+      },
+    } as Update;
+  }
+
   /** Queues an update for the next getUpdates (long polling). */
   queueUpdate(update: Update): void {
     this.updates.push(update);
@@ -196,8 +229,9 @@ export class FakeTelegram {
         return ok(updates);
       }
       case 'sendMessage': {
-        this.sent.push({ chatId: String(body['chat_id']), text: String(body['text']), threadId: threadOf(body), replyTo: replyToOf(body) });
         const messageId = String(this.nextMessageId);
+        const button = buttonOf(body);
+        this.sent.push({ messageId, chatId: String(body['chat_id']), text: String(body['text']), threadId: threadOf(body), replyTo: replyToOf(body), ...(button === undefined ? {} : { button }) });
         this.texts.set(messageId, { messageId, chatId: String(body['chat_id']), threadId: threadOf(body), text: String(body['text']) });
         return ok({ message_id: this.nextMessageId++, date: 0, chat: { id: Number(body['chat_id']), type: 'private' }, text: body['text'] });
       }
@@ -241,10 +275,21 @@ export class FakeTelegram {
         });
         return ok({ message_id: this.nextMessageId++, date: 0, chat: { id: Number(body['chat_id']), type: 'private' } });
       }
+      case 'answerCallbackQuery':
+        this.answeredPresses.push(String(body['callback_query_id']));
+        return ok(true);
       default:
         return ok(true);
     }
   }
+}
+
+/** The first button of reply_markup's inline keyboard (an object in JSON, a JSON string in a form). */
+function buttonOf(body: Record<string, unknown>): { text: string; data: string } | undefined {
+  const raw = body['reply_markup'] as { inline_keyboard?: { text: string; callback_data: string }[][] } | string | undefined;
+  const markup = typeof raw === 'string' ? (JSON.parse(raw) as { inline_keyboard?: { text: string; callback_data: string }[][] }) : raw;
+  const button = markup?.inline_keyboard?.[0]?.[0];
+  return button === undefined ? undefined : { text: button.text, data: button.callback_data };
 }
 
 function threadOf(body: Record<string, unknown>): string | undefined {

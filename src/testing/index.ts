@@ -1,5 +1,5 @@
 export { startTestGateway, TEST_SECRETS, type TestGateway, type TestGatewayOptions, type SendResult, type ExpectedRouting } from './test-gateway.js';
-export { DeliveryReceiver, type ReceivedDelivery, type WebhookDeliveryBody } from './delivery-receiver.js';
+export { DeliveryReceiver, type DeliveryReceiverOptions, type ReceivedDelivery, type WebhookDeliveryBody } from './delivery-receiver.js';
 export { installTestTelemetry, type TestTelemetry } from './test-telemetry.js';
 export { installTestMetrics, type TestMetrics, type CollectedMetrics, type MetricPoint } from './test-metrics.js';
 export {

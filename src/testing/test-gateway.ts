@@ -111,6 +111,8 @@ export interface TestGateway {
   sendSlack(body: object, signingSecret?: string): Promise<SendResult>;
   /** POSTs a Discord interaction (`discord.slashCommand(…)`) to the Interactions endpoint, signed as Discord signs it (or `forged`). */
   sendDiscordInteraction(interaction: object, options?: { readonly forged?: boolean; readonly timestamp?: number }): Promise<SendResult>;
+  /** POSTs an interaction payload (FakeSlack.buttonPress) to the Slack interactivity URL, form-encoded and signed. */
+  sendSlackInteraction(payload: object, signingSecret?: string): Promise<SendResult>;
   /** Resolves with the trace's spans once spans of all `names` have ended. */
   waitForSpans(traceId: string, names: readonly string[], timeoutMs?: number): Promise<ReadableSpan[]>;
   /**
@@ -217,7 +219,9 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       headers: { 'content-type': 'application/json', ...headers },
       body,
     });
-    return { status: response.status, body: (await response.json()) as Record<string, unknown>, headers: response.headers };
+    const text = await response.text();
+    // Slack's interactivity answers an empty 200.
+    return { status: response.status, body: (text === '' ? {} : JSON.parse(text)) as Record<string, unknown>, headers: response.headers };
   }
 
   async function waitForSpans(traceId: string, wanted: readonly string[], timeoutMs = 10_000): Promise<ReadableSpan[]> {
@@ -257,6 +261,15 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
       post('/v1/messages', JSON.stringify(message), webhookToken === undefined || 'authorization' in headers ? headers : { authorization: `Bearer ${webhookToken}`, ...headers }),
     sendTelegram: (update, secret = TEST_SECRETS.telegramWebhookSecret) =>
       post('/v1/telegram/webhook', JSON.stringify(update), { 'x-telegram-bot-api-secret-token': secret }),
+    sendSlackInteraction: (payload, signingSecret = TEST_SECRETS.slackSigningSecret) => {
+      const raw = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+      const timestamp = String(Math.floor(Date.now() / 1000));
+      return post('/v1/slack/interactions', raw, {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-slack-request-timestamp': timestamp,
+        'x-slack-signature': slackSignature(signingSecret, timestamp, raw),
+      });
+    },
     sendSlack: (body, signingSecret = TEST_SECRETS.slackSigningSecret) => {
       const raw = JSON.stringify(body);
       const timestamp = String(Math.floor(Date.now() / 1000));

@@ -14,6 +14,11 @@ export interface ToolServices {
   readonly dataDir: string;
   /** The platforms enabled in this gateway. */
   readonly platforms: ReadonlySet<string>;
+  /**
+   * Settings every command the terminal runs gets from the running gateway, over its own
+   * environment: where `threadline send` finds the outbox and which platforms it may address.
+   */
+  readonly commandSettings?: Readonly<Record<string, string>> | undefined;
   /** This gateway's instance id when several share one store (THREADLINE_REDIS_URL); undefined when embedded. */
   readonly instance?: string | undefined;
   /** Which instances still answer (their heartbeat in Redis); set with `instance`, so a lost one's commands are reported. */
@@ -40,6 +45,11 @@ export interface InstanceLiveness {
 
 /** Work a tool keeps running between messages (watchers, the scheduler), started and stopped with the gateway. */
 export interface BackgroundWork {
+  /**
+   * Takes over what an earlier process left (running commands) before any message runs, a
+   * replayed one included, sending nothing; start() adopts too when this was not called.
+   */
+  adopt?(): Promise<void>;
   /** Adopts what an earlier process left (running commands, missed runs) and starts its timers. */
   start(): Promise<void>;
   /** Stops its timers and waits for the deliveries under way; what it watches keeps running. */

@@ -221,6 +221,7 @@ describe('several instances on Redis', () => {
       workers: { turns: true, deliveries: true },
       instanceId: expect.stringMatching(/^[A-Za-z0-9._-]+-[0-9a-f]{8}$/),
       leaseMs: 30_000,
+      checkEveryMs: 10_000,
     });
     const tuned = {
       THREADLINE_REDIS_URL: ` ${url} `,

@@ -283,7 +283,7 @@ describe('telegram specifics', () => {
     gateway = await startTestGateway({ telegram: true });
     await telegram.inbound(gateway, { chatId: '-1001', threadId: '77', text: 'q', messageId: 42 });
     await until(() => gateway!.telegram!.sent.length === 1);
-    expect(gateway.telegram!.sent[0]).toEqual({ chatId: '-1001', threadId: '77', text: 'q', replyTo: '42' });
+    expect(gateway.telegram!.sent[0]).toMatchObject({ chatId: '-1001', threadId: '77', text: 'q', replyTo: '42' });
   });
 
   it('answers a turn whose typing failed: typing is best-effort', async () => {

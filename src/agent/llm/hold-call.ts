@@ -8,12 +8,14 @@ import { toolEntry } from './conversation.js';
 import type { ChatCompletionMessageFunctionToolCall } from './model-types.js';
 import {
   CONFIRMATION_TTL_MS,
+  CONFIRM_COMMAND,
   MAX_HELD_ARGUMENTS_CHARS,
   confirmationCode,
   heldCallNotice,
   heldCallResult,
   heldExtra,
   secondHeldCallResult,
+  shownArguments,
   type HeldCall,
 } from './tool-confirmation.js';
 import type { TurnAuthority } from './turn-authority.js';
@@ -45,13 +47,14 @@ export async function holdUnlessAllowed(
   } catch (error) {
     return refuse(`error: ${error instanceof ThreadlineError ? error.message : `the arguments of ${tool.name} are not valid JSON (${messageOf(error)})`}`);
   }
-  if (checked.length > MAX_HELD_ARGUMENTS_CHARS) {
+  // Bounded as shown (escapes included): the whole request must fit in one message of any platform.
+  if (shownArguments(checked).length > MAX_HELD_ARGUMENTS_CHARS) {
     return refuse(`error: ${tool.name} needs an admin's confirmation here, and its arguments are too long to show (over ${MAX_HELD_ARGUMENTS_CHARS} characters); ask with shorter ones`);
   }
   const held: HeldCall = { code: confirmationCode(turn.messageId, call.id), tool: tool.name, arguments: checked, until: Date.now() + CONFIRMATION_TTL_MS };
   authority.holding = true;
   trace.getActiveSpan()?.addEvent('tool.held', { 'gen_ai.tool.name': tool.name, 'gen_ai.tool.call.id': call.id, 'threadline.tool.confirmation': held.code });
   logger.warn({ tool: tool.name, confirmation: held.code, message: turn.messageId }, 'a tool call that needs rights waits for an admin: the model read text of others');
-  await turn.reply(heldCallNotice(held, unprivileged));
+  await turn.reply(heldCallNotice(held, unprivileged), { button: { label: `Run it (admins): ${held.code}`, command: `${CONFIRM_COMMAND} ${held.code}` } });
   return toolEntry(call.id, heldCallResult(tool.name, unprivileged), Date.now(), authority.authors, heldExtra(held));
 }

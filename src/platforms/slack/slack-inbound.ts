@@ -41,6 +41,41 @@ export function slackInbound(
   };
 }
 
+/** The action_id of a CommandButton's button: its press posts the button's value as a command. */
+export const SLACK_COMMAND_ACTION = 'threadline_command';
+
+/**
+ * A press of a CommandButton (a block_actions interaction): the button's command posted in its
+ * channel and thread as the user who pressed it, whom Slack names in the signed payload. Its
+ * message id is the press's (`press-<action_ts>`), so each press is a message of its own.
+ */
+export function slackButtonPress(payload: unknown, knownType: (channel: string) => ChatType | undefined = () => undefined): InboundMessage | undefined {
+  const p = record(payload);
+  if (p?.['type'] !== 'block_actions' || !Array.isArray(p['actions'])) return undefined;
+  const action = (p['actions'] as unknown[]).map(record).find((candidate) => candidate?.['action_id'] === SLACK_COMMAND_ACTION);
+  const command = action?.['value'];
+  const pressedAt = action?.['action_ts'];
+  const user = record(p['user'])?.['id'];
+  const channel = record(p['channel'])?.['id'];
+  if (!isText(command) || !command.startsWith('/') || !isText(pressedAt) || !isText(user) || !isText(channel)) return undefined;
+  const threadTs = record(p['container'])?.['thread_ts'] ?? record(p['message'])?.['thread_ts'];
+  return {
+    session: {
+      platform: 'slack',
+      chatId: channel,
+      chatType: knownType(channel) ?? typeFromId(channel),
+      ...(isText(threadTs) ? { threadId: threadTs } : {}),
+      userId: user,
+      messageId: `press-${pressedAt}`,
+    },
+    text: command,
+  };
+}
+
+function record(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
 function typeFromId(channel: string): ChatType {
   return channel.startsWith('D') ? 'dm' : channel.startsWith('G') ? 'group' : 'channel';
 }

@@ -5,14 +5,15 @@ import {
   WebAPIRateLimitedError,
   WebClient,
 } from '@slack/web-api';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
 import { inboundContext, type ChatType, type InboundOptions, type KeepBaggage } from '../../session/index.js';
 import type { Intake, OutboundMessage, Platform, PresenceTarget } from '../platform.js';
 import { AcceptOnce } from '../accept-once.js';
-import { slackInbound } from './slack-inbound.js';
+import { slackClientLogger } from './slack-logger.js';
+import { SLACK_COMMAND_ACTION, slackButtonPress, slackInbound } from './slack-inbound.js';
 import { slackSignatureValid } from './slack-signature.js';
 
 export interface SlackOptions {
@@ -35,6 +36,8 @@ export const SLACK_LIVE_EDIT_MS = 1_200;
 const NOT_EDITABLE: ReadonlySet<string> = new Set(['message_not_found', 'cant_update_message', 'edit_window_closed', 'channel_not_found']);
 
 export const SLACK_EVENTS_PATH = '/v1/slack/events';
+/** Slack's Interactivity Request URL: a press of a button the gateway sent. */
+export const SLACK_INTERACTIONS_PATH = '/v1/slack/interactions';
 /** Slack retries an event for up to about an hour (three retries, the last after 5 minutes, and replays within the signature's window). */
 const SLACK_IDEMPOTENCY_MS = 3_600_000;
 const MAX_BODY_BYTES = 64 * 1024;
@@ -69,6 +72,8 @@ export class SlackPlatform implements Platform {
       // call finished: another chat's context (pitfall: Callbacks in their creator's
       // context). The gateway bounds sends itself.
       maxRequestConcurrency: Number.POSITIVE_INFINITY,
+      // Its own logger writes plain text, a failed request's URL with its credentials.
+      logger: slackClientLogger(options.logger),
     });
   }
 
@@ -78,12 +83,35 @@ export class SlackPlatform implements Platform {
       scope.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: MAX_BODY_BYTES }, (_request, body, done) =>
         done(null, body),
       );
-      scope.post(SLACK_EVENTS_PATH, { config: { platform: this.name } }, async (request, reply) => {
+      scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: MAX_BODY_BYTES }, (_request, body, done) =>
+        done(null, body),
+      );
+      const signed = (request: FastifyRequest): string => {
         const raw = request.body as string;
         const header = (name: string) => (typeof request.headers[name] === 'string' ? (request.headers[name] as string) : undefined);
         if (!slackSignatureValid(this.options.signingSecret, header('x-slack-request-timestamp'), header('x-slack-signature'), raw)) {
           throw new ThreadlineError('TL_UNAUTHORIZED', 'Slack signature missing, wrong or outside the 5-minute window');
         }
+        return raw;
+      };
+      scope.post(SLACK_INTERACTIONS_PATH, { config: { platform: this.name } }, async (request, reply) => {
+        const payload = new URLSearchParams(signed(request)).get('payload');
+        let parsed: unknown;
+        try {
+          parsed = payload === null ? undefined : JSON.parse(payload);
+        } catch {
+          throw new ThreadlineError('TL_BAD_REQUEST', 'The Slack interaction payload is not JSON');
+        }
+        const message = slackButtonPress(parsed, (channel) => this.channelTypes.get(channel));
+        if (message === undefined) return reply.code(200).send();
+        // Each press once, whichever retry of it arrives; two users' presses are two messages.
+        const key = `slack:${encodeURIComponent(message.session.chatId)}:${encodeURIComponent(message.session.messageId!)}:${encodeURIComponent(message.session.userId!)}`;
+        await this.once.accept(key, () => intake.accept(message, inboundContext(request.headers, this.inbound), { key, ttlMs: SLACK_IDEMPOTENCY_MS }));
+        // Slack wants an empty 200 within 3 seconds; what the command answers comes as a message.
+        return reply.code(200).send();
+      });
+      scope.post(SLACK_EVENTS_PATH, { config: { platform: this.name } }, async (request, reply) => {
+        const raw = signed(request);
         let body: Record<string, unknown>;
         try {
           body = JSON.parse(raw) as Record<string, unknown>;
@@ -112,16 +140,17 @@ export class SlackPlatform implements Platform {
   async send(message: OutboundMessage, signal: AbortSignal): Promise<void> {
     const { destination, attachment } = message;
     const thread = destination.threadId === undefined ? {} : { thread_ts: destination.threadId };
+    const blocks = buttonBlocks(message);
     const method = attachment === undefined ? 'chat.postMessage' : 'the file upload';
     try {
       // The live message of this answer becomes the answer; a new message when it cannot be edited.
-      const replaced = message.replaces !== undefined && message.text !== '' && (await this.replaceLive(destination.chatId, message.replaces, message.text, signal));
+      const replaced = message.replaces !== undefined && message.text !== '' && (await this.replaceLive(destination.chatId, message.replaces, message.text, signal, blocks));
       if (replaced && attachment === undefined) return;
       // The client takes no signal: at shutdown the send is let go (it may still land, and the
       // outbox sends it again at the next start: at least once).
       await untilAborted(
         attachment === undefined
-          ? this.client.chat.postMessage({ channel: destination.chatId, text: message.text, ...thread })
+          ? this.client.chat.postMessage({ channel: destination.chatId, text: message.text, ...thread, ...(blocks === undefined ? {} : { blocks }) })
           : // files.getUploadURLExternal, the upload, then files.completeUploadExternal sharing it into the chat and thread.
             this.client.filesUploadV2({
               channel_id: destination.chatId,
@@ -155,9 +184,9 @@ export class SlackPlatform implements Platform {
    * chat.update of live message `ts` to `text`: true when done, false when Slack cannot edit it
    * (gone, too old). Rate limits, Slack's own trouble and the network throw, to be retried.
    */
-  private async replaceLive(channel: string, ts: string, text: string, signal: AbortSignal): Promise<boolean> {
+  private async replaceLive(channel: string, ts: string, text: string, signal: AbortSignal, blocks?: ButtonBlocks): Promise<boolean> {
     try {
-      await untilAborted(this.client.chat.update({ channel, ts, text }), signal);
+      await untilAborted(this.client.chat.update({ channel, ts, text, ...(blocks === undefined ? {} : { blocks }) }), signal);
       return true;
     } catch (error) {
       if (error instanceof WebAPIPlatformError && NOT_EDITABLE.has(error.data.error)) {
@@ -228,4 +257,21 @@ function deliveryError(error: unknown, method: string): DeliveryError {
   }
   const reason = messageOf(error);
   return new DeliveryError(`Slack could not be reached: ${reason}`, { retryable: true, cause: error });
+}
+/** The longest text a section block shows. */
+const SECTION_TEXT_MAX = 3_000;
+
+type ButtonBlocks = ReturnType<typeof buttonBlocks> & object;
+
+/**
+ * The text as a section and the button beneath it, when the message has a button; undefined
+ * otherwise, or when the text is longer than a section shows (then the text alone says what to type).
+ */
+function buttonBlocks(message: OutboundMessage) {
+  const { button } = message;
+  if (button === undefined || message.text === '' || message.text.length > SECTION_TEXT_MAX) return undefined;
+  return [
+    { type: 'section', text: { type: 'plain_text', text: message.text, emoji: false } },
+    { type: 'actions', elements: [{ type: 'button', action_id: SLACK_COMMAND_ACTION, text: { type: 'plain_text', text: button.label.slice(0, 75) }, value: button.command }] },
+  ];
 }

@@ -18,6 +18,8 @@ const SHARED_SENDER_IDS: ReadonlySet<number> = new Set([1087968824, 136817688, 7
  * The update is untrusted input: every field is checked before it is read.
  */
 export function telegramInbound(update: unknown): InboundMessage | undefined {
+  const press = buttonPressOf(update);
+  if (press !== undefined) return press.message;
   const message = record(record(update)?.['message']) ?? record(record(update)?.['channel_post']);
   const chat = record(message?.['chat']);
   if (message === undefined || chat === undefined) return undefined;
@@ -30,6 +32,41 @@ export function telegramInbound(update: unknown): InboundMessage | undefined {
   const threadId = message['is_topic_message'] === true ? message['message_thread_id'] : undefined;
   // Posted as a chat (`sender_chat`), or by one of the shared accounts: no user of its own.
   const from = message['sender_chat'] !== undefined || SHARED_SENDER_IDS.has(record(message['from'])?.['id'] as number) ? undefined : record(message['from']);
+  return inboundOf(chat, chatType, threadId, from, String(messageId), text);
+}
+
+/** Telegram's callback query ids: opaque, short, printable. */
+const QUERY_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * A press of a CommandButton (a callback query): the command the button carries, posted in the
+ * button's chat and topic as the user who pressed it, who Telegram names. Its message id is
+ * the query's, so each press is a message of its own (two admins may press one button).
+ */
+export function buttonPressOf(update: unknown): { readonly message: InboundMessage; readonly queryId: string } | undefined {
+  const query = record(record(update)?.['callback_query']);
+  const message = record(query?.['message']);
+  const chat = record(message?.['chat']);
+  const from = record(query?.['from']);
+  const queryId = query?.['id'];
+  const data = query?.['data'];
+  if (message === undefined || chat === undefined || from === undefined) return undefined;
+  if (typeof queryId !== 'string' || !QUERY_ID.test(queryId) || typeof data !== 'string' || !data.startsWith('/')) return undefined;
+  const chatType = typeof chat['type'] === 'string' ? CHAT_TYPES[chat['type']] : undefined;
+  if (chatType === undefined || !Number.isSafeInteger(chat['id']) || !Number.isSafeInteger(from['id'])) return undefined;
+  const threadId = message['is_topic_message'] === true ? message['message_thread_id'] : undefined;
+  return { message: inboundOf(chat, chatType, threadId, SHARED_SENDER_IDS.has(from['id'] as number) ? undefined : from, `press-${queryId}`, data), queryId };
+}
+
+function inboundOf(
+  chat: Record<string, unknown>,
+  chatType: ChatType,
+  threadId: unknown,
+  from: Record<string, unknown> | undefined,
+  messageId: string,
+  text: string,
+): InboundMessage {
+  const chatId = chat['id'] as number;
   const chatName = displayName(chat['title']);
   const userName = displayName(from?.['username'] ?? from?.['first_name']);
   return {
@@ -41,7 +78,7 @@ export function telegramInbound(update: unknown): InboundMessage | undefined {
       ...(Number.isSafeInteger(threadId) ? { threadId: String(threadId) } : {}),
       ...(Number.isSafeInteger(from?.['id']) ? { userId: String(from!['id']) } : {}),
       ...(userName === undefined ? {} : { userName }),
-      messageId: String(messageId),
+      messageId,
     },
     text,
   };

@@ -6,7 +6,7 @@ import { inboundContext, runDetached, type InboundOptions, type KeepBaggage } fr
 import { secretsMatch } from '../bearer-token.js';
 import type { Idempotency, InboundMessage, Intake, OutboundMessage, Platform, PresenceTarget } from '../platform.js';
 import { AcceptOnce } from '../accept-once.js';
-import { telegramInbound } from './telegram-inbound.js';
+import { buttonPressOf, telegramInbound } from './telegram-inbound.js';
 import { safeUrl } from '../../text/redact-secrets.js';
 import type { Attachment } from '../../session/delivery.js';
 import type { LeaseFactory } from '../../lease/lease.js';
@@ -49,6 +49,7 @@ const TELEGRAM_TEXT_MAX = 4096;
 interface TelegramPlacement {
   readonly message_thread_id?: number;
   readonly reply_parameters?: { readonly message_id: number; readonly allow_sending_without_reply: boolean };
+  readonly reply_markup?: { readonly inline_keyboard: { readonly text: string; readonly callback_data: string }[][] };
 }
 
 /** Telegram plays only Ogg/Opus as a voice note. */
@@ -107,6 +108,7 @@ export class TelegramPlatform implements Platform {
         const accepted = await this.once.accept(idempotency.key, () =>
           intake.accept(message, inboundContext(request.headers, this.inbound), idempotency),
         );
+        this.answerPress(request.body);
         if (accepted.duplicate) return reply.code(200).send({ ok: true, duplicate: true });
         return reply.code(200).send({ ok: true, message_id: accepted.messageId, trace_id: accepted.traceId });
       },
@@ -122,15 +124,18 @@ export class TelegramPlatform implements Platform {
     const placement: TelegramPlacement = {
       ...(destination.threadId === undefined ? {} : { message_thread_id: Number(destination.threadId) }),
       // Only a reply quotes its message; a notification anchored to an old one would too.
-      ...(message.kind !== 'reply' || message.inReplyTo === undefined
+      // A button press's reply has no message to quote (its id is the press's).
+      ...(message.kind !== 'reply' || message.inReplyTo === undefined || !/^\d+$/.test(message.inReplyTo)
         ? {}
         : { reply_parameters: { message_id: Number(message.inReplyTo), allow_sending_without_reply: true } }),
+      ...(message.button === undefined ? {} : { reply_markup: { inline_keyboard: [[{ text: message.button.label, callback_data: message.button.command }]] } }),
     };
     // grammY types its signal with an abort-controller shim; node-fetch accepts the native one.
     const abort = signal as Parameters<Api['sendMessage']>[3];
     try {
       // The live message of this answer becomes the answer; a new message when it cannot be edited.
-      const replaced = message.replaces !== undefined && message.text !== '' && (await this.replaceLive(destination.chatId, message.replaces, message.text, abort));
+      const replaced =
+        message.replaces !== undefined && message.text !== '' && (await this.replaceLive(destination.chatId, message.replaces, message.text, abort, placement.reply_markup));
       if (message.attachment === undefined) {
         if (!replaced) await this.api.sendMessage(destination.chatId, message.text, placement, abort);
       } else {
@@ -146,10 +151,16 @@ export class TelegramPlatform implements Platform {
    * included), false when Telegram cannot edit it (gone, too old, not ours). Rate limits, its
    * own trouble and the network throw, to be retried.
    */
-  private async replaceLive(chatId: string, messageId: string, text: string, abort: Parameters<Api['sendMessage']>[3]): Promise<boolean> {
+  private async replaceLive(
+    chatId: string,
+    messageId: string,
+    text: string,
+    abort: Parameters<Api['sendMessage']>[3],
+    markup: TelegramPlacement['reply_markup'],
+  ): Promise<boolean> {
     if (!/^\d+$/.test(messageId)) return false;
     try {
-      await this.api.editMessageText(chatId, Number(messageId), text, undefined, abort);
+      await this.api.editMessageText(chatId, Number(messageId), text, markup === undefined ? undefined : { reply_markup: markup }, abort);
       return true;
     } catch (error) {
       if (!(error instanceof GrammyError) || error.error_code === 429 || error.error_code >= 500) throw error;
@@ -157,6 +168,17 @@ export class TelegramPlatform implements Platform {
       this.options.logger.debug({ chat: chatId, code: error.error_code }, 'live message not editable; sending the answer as a new message');
       return false;
     }
+  }
+
+  /** Ends the spinner on a pressed button, best-effort: the press was taken either way. */
+  private answerPress(update: unknown): void {
+    const press = buttonPressOf(update);
+    if (press === undefined) return;
+    runDetached(() =>
+      this.api.answerCallbackQuery(press.queryId).catch((error: unknown) => {
+        this.options.logger.debug({ err: error }, 'telegram answerCallbackQuery failed');
+      }),
+    );
   }
 
   /** Edits are rate limited harder in groups than in private chats. */

@@ -28,10 +28,12 @@ export class TelegramPollingRun {
 
   constructor(private readonly options: TelegramPollingRunOptions) {
     this.bot = new Bot(options.token, { client: { apiRoot: options.apiRoot } });
-    this.bot.on(['message', 'channel_post'], (ctx) => {
+    this.bot.on(['message', 'channel_post', 'callback_query:data'], (ctx) => {
       const message = telegramInbound(ctx.update);
       if (message === undefined || this.closing) return;
       this.handing = options.hand(message);
+      // A pressed button's spinner ends once the press is taken; best-effort.
+      if (ctx.callbackQuery !== undefined) void this.handing.then(() => ctx.answerCallbackQuery(), () => undefined).catch(() => undefined);
       return this.handing;
     });
     this.bot.catch((error) => options.logger.error({ err: error.error }, 'telegram update failed'));

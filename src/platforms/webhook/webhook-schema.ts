@@ -103,8 +103,8 @@ export const webhookResponseSchemas = {
   ),
   500: refusal('An unexpected failure; the gateway log and the trace have the details.', ['TL_INTERNAL']),
   503: refusal(
-    'The gateway is starting or stopping, its outbox is at THREADLINE_OUTBOX_MAX_PENDING, or the store failed.',
-    ['TL_STARTING', 'TL_SHUTTING_DOWN', 'TL_OUTBOX_FULL', 'TL_STORE_FAILED'],
+    'The gateway is starting or stopping, its outbox is at THREADLINE_OUTBOX_MAX_PENDING, the store failed, or the shared Redis is away or unsuitable (an evicting maxmemory-policy).',
+    ['TL_STARTING', 'TL_SHUTTING_DOWN', 'TL_OUTBOX_FULL', 'TL_STORE_FAILED', 'TL_REDIS_UNAVAILABLE', 'TL_REDIS_UNSUITABLE'],
     retryAfter,
   ),
 };
@@ -157,6 +157,12 @@ export const webhookDeliverySchema = Type.Object(
     trace_id: Type.String({ description: 'The trace of the message, as its 202 answered.' }),
     idempotency_key: Type.String({ description: 'The same for every attempt of this delivery (also the Idempotency-Key header): dedupe on it.' }),
     attachment: Type.Optional(webhookAttachmentSchema),
+    button: Type.Optional(
+      Type.Object(
+        { label: Type.String(), command: Type.String({ description: 'Posted as a message of whoever presses it, in this chat and thread.' }) },
+        { additionalProperties: false, description: 'A button to show under the text, where the client has buttons (an admin confirmation); the text also says what to type.' },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

@@ -81,7 +81,8 @@ export async function assertRedisSuitable(redis: Redis, requirements: RedisRequi
   return suitability;
 }
 
-function unsuitable(problems: readonly string[]): ThreadlineError {
+/** TL_REDIS_UNSUITABLE naming each problem with its fix. */
+export function unsuitable(problems: readonly string[]): ThreadlineError {
   const listed = problems.length === 1 ? problems[0]! : problems.map((problem, index) => `(${index + 1}) ${problem}`).join(' ');
   return new ThreadlineError('TL_REDIS_UNSUITABLE', `The Redis at THREADLINE_REDIS_URL cannot hold threadline's work: ${listed}`);
 }

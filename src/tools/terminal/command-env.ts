@@ -27,10 +27,11 @@ function endpointOrigin(value: string): string | undefined {
  * The environment of a command the terminal tool runs, allow-listed: the shell's own variables
  * (PATH, HOME, LANG, LC_*…), the gateway's settings that are neither secrets, URLs nor the
  * admins, OTEL_* but credentials (an endpoint as its origin alone), the names the operator lists in
- * THREADLINE_TERMINAL_ENV, and the active session's own variables (childProcessEnv). Anything
- * else in the gateway's environment (a token, a cloud key) a command could print into the chat.
+ * THREADLINE_TERMINAL_ENV, then the settings the running gateway gives its commands (`gateway`,
+ * ToolServices.commandSettings), and the active session's own variables (childProcessEnv).
+ * Anything else in the gateway's environment (a token, a cloud key) a command could print into the chat.
  */
-export function commandEnv(base: NodeJS.ProcessEnv, passed: readonly string[]): NodeJS.ProcessEnv {
+export function commandEnv(base: NodeJS.ProcessEnv, passed: readonly string[], gateway: Readonly<Record<string, string>> = {}): NodeJS.ProcessEnv {
   const extra = new Set(passed);
   const allowed: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(base)) {
@@ -42,5 +43,5 @@ export function commandEnv(base: NodeJS.ProcessEnv, passed: readonly string[]): 
       if (passed !== undefined) allowed[name] = passed;
     }
   }
-  return childProcessEnv(allowed);
+  return childProcessEnv({ ...allowed, ...gateway });
 }

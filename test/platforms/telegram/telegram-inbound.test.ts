@@ -20,3 +20,28 @@ describe('telegramInbound: who sent it', () => {
     expect(inbound?.session.userId).toBeUndefined();
   });
 });
+
+describe('telegramInbound: a pressed button', () => {
+  const press = (query: Record<string, unknown>) => ({
+    update_id: 2,
+    callback_query: { id: 'q77', chat_instance: '1', from: { id: 42, is_bot: false, first_name: 'Ann' }, data: '/confirm ab12cd', message: { message_id: 9, date: 0, chat: group, message_thread_id: 5, is_topic_message: true, text: 'held' }, ...query },
+  });
+
+  it("posts the button's command in its chat and topic as the presser, under a message id of the press", () => {
+    const inbound = telegramInbound(press({}));
+    expect(inbound).toMatchObject({ text: '/confirm ab12cd', session: { chatId: '-100123', threadId: '5', userId: '42', messageId: 'press-q77' } });
+  });
+
+  it.each([
+    ['data that is no command', { data: 'rm -rf' }],
+    ['no data (a game button)', { data: undefined }],
+    ['a query id that is not printable', { id: 'q 1\n' }],
+    ['no message (an inline-mode button)', { message: undefined }],
+  ])('ignores %s', (_, query) => {
+    expect(telegramInbound(press(query))).toBeUndefined();
+  });
+
+  it('names no user for a press by a shared account', () => {
+    expect(telegramInbound(press({ from: { id: 1087968824, is_bot: true } }))?.session.userId).toBeUndefined();
+  });
+});

@@ -52,6 +52,15 @@ describe('the environment of a command the model runs', () => {
     expect(readToolsConfig({ THREADLINE_TERMINAL_ENV: 'AWS_PROFILE, KUBECONFIG' }, dataDir()).terminal.passedEnv).toEqual(['AWS_PROFILE', 'KUBECONFIG']);
   });
 
+  it('takes what the running gateway says of itself over its environment, the session still its own', () => {
+    const env = commandEnv(
+      { PATH: '/bin', THREADLINE_DATA_DIR: './data', THREADLINE_SESSION_CHAT_ID: 'stale' },
+      [],
+      { THREADLINE_DATA_DIR: '/srv/threadline/data', THREADLINE_SEND_PLATFORMS: 'webhook,slack', THREADLINE_SEND_STORE: 'sqlite' },
+    );
+    expect(env).toEqual({ PATH: '/bin', THREADLINE_DATA_DIR: '/srv/threadline/data', THREADLINE_SEND_PLATFORMS: 'webhook,slack', THREADLINE_SEND_STORE: 'sqlite' });
+  });
+
   it('is what the terminal tool gives a command: the Redis password cannot be printed into a chat', async () => {
     process.env['THREADLINE_REDIS_URL'] = 'redis://:hunter2@127.0.0.1:6379';
     const harness = terminalHarness({ dataDir: dataDir() });
