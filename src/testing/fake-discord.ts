@@ -1,7 +1,7 @@
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { parseFormBody, type FormValue } from './fake-telegram.js';
 import { FakeDiscordGateway, type FakeGatewayStats } from './fake-discord-gateway.js';
-import { startLocalServer, type LocalRequest, type LocalResponse, type LocalServer } from './local-server.js';
+import { parseBody, startLocalServer, type LocalRequest, type LocalResponse, type LocalServer } from './local-server.js';
 
 /** A message the bot posted (POST /channels/{id}/messages), as first sent. */
 export interface DiscordSent {
@@ -13,6 +13,18 @@ export interface DiscordSent {
   readonly content: string;
   /** The message it replies to (message_reference). */
   readonly replyTo: string | undefined;
+  /** The button under it (a CommandButton): its label and the command its press posts (custom_id). */
+  readonly button?: { readonly label: string; readonly command: string };
+}
+
+/** An interaction's answer the bot POSTed over the REST API (for one that came over the Gateway). */
+export interface DiscordInteractionAnswer {
+  readonly interactionId: string;
+  /** 4: a message (`content`), 6: acknowledged without a change. */
+  readonly type: number;
+  readonly content: string | undefined;
+  /** Only its user sees it (flags 64). */
+  readonly ephemeral: boolean;
 }
 
 /** A message as the channel shows it now: as sent, or as last edited. */
@@ -121,10 +133,14 @@ export class FakeDiscord {
   readonly files: DiscordFileSent[] = [];
   /** Every REST call, in order. */
   readonly calls: DiscordCall[] = [];
+  /** Answers to interactions that came over the Gateway, in order. */
+  readonly interactionAnswers: DiscordInteractionAnswer[] = [];
   /** Messages by id, as last edited. */
   private readonly messages = new Map<string, DiscordShown & { readonly authorId: string }>();
   /** Threads the fake knows: their channel, by thread id. */
   private readonly threads = new Map<string, string>();
+  /** The buttons under the bot's messages, by message id. */
+  private readonly buttons = new Map<string, { readonly label: string; readonly command: string }>();
   /** Messages already created by nonce (enforce_nonce). */
   private readonly nonces = new Map<string, string>();
   private failures: DiscordFailure[] = [];
@@ -244,6 +260,42 @@ export class FakeDiscord {
     };
   }
 
+  /** The button under the bot's message `messageId`, as it was last sent or edited. */
+  buttonOn(messageId: string): { readonly label: string; readonly command: string } | undefined {
+    return this.buttons.get(messageId);
+  }
+
+  /**
+   * A user's press of the button under the bot's message `messageId` (a MESSAGE_COMPONENT
+   * interaction), to POST with sendDiscordInteraction (an Interactions Endpoint URL is set) or
+   * to send over the Gateway with dispatchInteraction (none is).
+   */
+  buttonPress(messageId: string, authorId = '1000000000000000100'): object {
+    const message = this.messages.get(messageId);
+    const button = this.buttons.get(messageId);
+    if (message === undefined || button === undefined) throw new Error(`fake Discord: no button under message ${messageId}`);
+    const parent = this.threads.get(message.channelId);
+    const user = { id: authorId, username: 'ann', global_name: 'Ann' };
+    return {
+      id: this.snowflake(),
+      application_id: APPLICATION_ID,
+      type: 3,
+      token: `interaction-token-${this.snowflake()}`,
+      version: 1,
+      channel_id: message.channelId,
+      channel: parent === undefined ? { id: message.channelId, type: 0 } : { id: message.channelId, type: 11, parent_id: parent },
+      guild_id: FAKE_DISCORD_GUILD,
+      member: { user },
+      message: { id: messageId, channel_id: message.channelId },
+      data: { custom_id: button.command, component_type: 2 },
+    };
+  }
+
+  /** Sends an interaction (slashCommand, buttonPress) to the bot over the Gateway, as INTERACTION_CREATE: how Discord sends them when no Interactions Endpoint URL is set. */
+  dispatchInteraction(interaction: object): void {
+    if (this.gateway.dispatch('INTERACTION_CREATE', interaction) === 0) throw new Error('fake Discord: no bot session to dispatch to; await connected() first');
+  }
+
   /**
    * The raw body (the interaction as JSON, or a string as it is) and headers Discord POSTs an interaction with: X-Signature-Ed25519 over
    * X-Signature-Timestamp and the body, made with the application's key (or, with
@@ -307,7 +359,9 @@ export class FakeDiscord {
   private answer(request: LocalRequest): LocalResponse {
     const path = request.path.replace(/^\/api\/v\d+/, '');
     const segments = path.split('/').filter((segment) => segment !== '');
-    const route = `${request.method} /${segments.map((segment, index) => (/^\d+$/.test(segment) && index > 0 ? ':id' : segment)).join('/')}`;
+    const route = `${request.method} /${segments
+      .map((segment, index) => (/^\d+$/.test(segment) && index > 0 ? ':id' : segments[0] === 'interactions' && index === 2 ? ':token' : segment))
+      .join('/')}`;
     const channelId = segments[0] === 'channels' ? segments[1] : undefined;
     const answer = this.route(request, route, segments);
     this.calls.push({ route, channelId, status: answer.status, at: Date.now() });
@@ -315,6 +369,8 @@ export class FakeDiscord {
   }
 
   private route(request: LocalRequest, route: string, segments: string[]): LocalResponse {
+    // An interaction's token is its credential: the callback takes no bot token.
+    if (segments[0] === 'interactions' && segments[3] === 'callback' && request.method === 'POST') return this.interactionCallback(segments[1]!, request);
     if (request.headers.authorization !== `Bot ${this.token}`) return error(401, 0, '401: Unauthorized');
     const failed = this.failure(route);
     if (failed !== undefined) return failed;
@@ -354,6 +410,18 @@ export class FakeDiscord {
     }
   }
 
+  private interactionCallback(interactionId: string, request: LocalRequest): LocalResponse {
+    const body = parseBody(request);
+    const data = (body['data'] ?? {}) as { content?: unknown; flags?: unknown };
+    this.interactionAnswers.push({
+      interactionId,
+      type: Number(body['type']),
+      content: typeof data.content === 'string' ? data.content : undefined,
+      ephemeral: (Number(data.flags ?? 0) & 64) !== 0,
+    });
+    return { status: 204 };
+  }
+
   private post(channelId: string, request: LocalRequest): LocalResponse {
     const form = parseFormBody(request);
     const body = (typeof form['payload_json'] === 'string' ? JSON.parse(form['payload_json']) : form) as Record<string, unknown>;
@@ -369,7 +437,9 @@ export class FakeDiscord {
     const shown = { id, channelId, parentId: this.threads.get(channelId), content, authorId: FAKE_DISCORD_BOT.id };
     this.messages.set(id, shown);
     if (nonce !== undefined) this.nonces.set(nonce, id);
-    this.sent.push({ id, channelId, parentId: shown.parentId, content, replyTo: typeof reference?.message_id === 'string' ? reference.message_id : undefined });
+    const button = buttonOf(body['components']);
+    if (button !== undefined) this.buttons.set(id, button);
+    this.sent.push({ id, channelId, parentId: shown.parentId, content, replyTo: typeof reference?.message_id === 'string' ? reference.message_id : undefined, ...(button === undefined ? {} : { button }) });
     for (const file of files) this.files.push({ channelId, content: content === '' ? undefined : content, filename: file.filename, bytes: file.bytes });
     return { status: 200, body: this.messageBody(shown) };
   }
@@ -381,6 +451,8 @@ export class FakeDiscord {
     if (message.authorId !== FAKE_DISCORD_BOT.id) return error(403, 50005, 'Cannot edit a message authored by another user');
     const content = typeof body['content'] === 'string' ? body['content'] : message.content;
     if (content.length > 2000) return error(400, 50035, 'Invalid Form Body: content must be 2000 or fewer in length.');
+    const button = buttonOf(body['components']);
+    if (button !== undefined) this.buttons.set(messageId, button);
     this.messages.set(messageId, { ...message, content });
     this.edits.push({ channelId, messageId, content });
     return { status: 200, body: this.messageBody({ ...message, content }) };
@@ -443,6 +515,13 @@ export class FakeDiscord {
       },
     };
   }
+}
+
+/** The one button of a message's components, as the adapter sends a CommandButton. */
+function buttonOf(components: unknown): { label: string; command: string } | undefined {
+  const row = Array.isArray(components) ? (components[0] as { components?: unknown } | undefined) : undefined;
+  const button = Array.isArray(row?.components) ? (row.components[0] as { label?: unknown; custom_id?: unknown } | undefined) : undefined;
+  return typeof button?.label === 'string' && typeof button.custom_id === 'string' ? { label: button.label, command: button.custom_id } : undefined;
 }
 
 function error(status: number, code: number, message: string): LocalResponse {

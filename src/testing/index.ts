@@ -12,7 +12,7 @@ export {
   type TelegramMessage,
   type TelegramCall,
 } from './fake-telegram.js';
-export { FakeDiscord, FAKE_DISCORD_BOT, FAKE_DISCORD_GUILD, type DiscordSent, type DiscordShown, type DiscordEdit, type DiscordFileSent, type DiscordCall, type DiscordUserMessage, type DiscordSlashCommand, type DiscordFailure, type FakeDiscordOptions } from './fake-discord.js';
+export { FakeDiscord, FAKE_DISCORD_BOT, FAKE_DISCORD_GUILD, type DiscordSent, type DiscordShown, type DiscordEdit, type DiscordFileSent, type DiscordCall, type DiscordUserMessage, type DiscordSlashCommand, type DiscordInteractionAnswer, type DiscordFailure, type FakeDiscordOptions } from './fake-discord.js';
 export { FakeDiscordGateway, type FakeGatewayStats } from './fake-discord-gateway.js';
 export { FakeSlack, type SlackSent, type SlackFileSent, type SlackStatus, type SlackUpdate, type SlackMessage } from './fake-slack.js';
 export { ManualClock, type Clock } from '../tools/clock.js';

@@ -123,8 +123,16 @@ async function exercise(base: string, fakes: { telegram: FakeTelegram; slack: Fa
     expect((await post('/v1/slack/events', event, { 'x-slack-request-timestamp': timestamp, 'x-slack-signature': signature })).status).toBe(200);
     fakes.discord.userMessage({ channelId: CHATS.discord, content: `discord ${n}` });
   }
+  // A slash command over the Gateway: its answer goes to a route that holds the interaction's token.
+  const command = fakes.discord.slashCommand({ channelId: CHATS.discord, name: 'ask', options: { text: 'discord command' } }) as { token: string };
+  interactionTokens.push(command.token);
+  fakes.discord.dispatchInteraction(command);
+  await until(() => fakes.discord.interactionAnswers.length === 1, 15_000);
   await until(() => fakes.receiver.received.length >= 1 && fakes.telegram.sent.length >= 1 && fakes.slack.sent.length >= 1 && fakes.discord.sent.length >= 1, 15_000);
 }
+
+/** Interaction tokens the runs used: each a secret for 15 minutes, in the path of the route its answer goes to. */
+const interactionTokens: string[] = [];
 
 function count(text: string, needle: string): number {
   return text.split(needle).length - 1;
@@ -148,6 +156,13 @@ describe.each<Exporter>(['file', 'http/json', 'http/protobuf'])('no secret in an
       const at = run.written.indexOf(form);
       expect(at < 0 ? '' : run.written.subarray(Math.max(0, at - 200), at + 100).toString(), `found ${form}`).toBe('');
     }
+  });
+
+  it("the Discord interaction's token appears nowhere, though its answer's route held it", () => {
+    const token = interactionTokens.at(-1)!;
+    const at = run.written.indexOf(token);
+    expect(at < 0 ? '' : run.written.subarray(Math.max(0, at - 200), at + 100).toString()).toBe('');
+    if (exporter !== 'file') expect(run.written.includes('/interactions/')).toBe(true);
   });
 
   it('banner shows delivery and OTLP URLs as origin and path', () => {

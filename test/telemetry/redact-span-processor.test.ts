@@ -14,6 +14,8 @@ describe('safeUrl, safePath, redactText', () => {
     ['https://user:pa55@hooks.example.com:8443/in?token=q#frag', 'https://hooks.example.com:8443/in'],
     ['https://REDACTED:REDACTED@hooks.example.com/in', 'https://hooks.example.com/in'],
     ['http://127.0.0.1:4318/v1/traces', 'http://127.0.0.1:4318/v1/traces'],
+    ['https://discord.com/api/v10/interactions/1234/aW50ZXJhY3Rpb24.tok-en/callback', 'https://discord.com/api/v10/interactions/1234/<redacted>/callback'],
+    ['https://discord.com/api/v10/webhooks/1234/aW50ZXJhY3Rpb24/messages/@original', 'https://discord.com/api/v10/webhooks/1234/<redacted>/messages/@original'],
   ])('safeUrl(%s) is %s', (url, safe) => {
     expect(safeUrl(url)).toBe(safe);
     expect(safeUrl(new URL(url))).toBe(safe);

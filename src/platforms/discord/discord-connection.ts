@@ -36,8 +36,8 @@ export interface DiscordConnectionOptions {
   readonly handover?: HandoverStateFactory | undefined;
 }
 
-/** Takes one MESSAGE_CREATE's data, with the bot's own user id; the next waits for it. */
-export type DiscordHand = (data: unknown, botId: string) => Promise<void>;
+/** Takes one MESSAGE_CREATE's or INTERACTION_CREATE's data, with the bot's own user id; the next waits for it. */
+export type DiscordHand = (event: 'message' | 'interaction', data: unknown, botId: string) => Promise<void>;
 
 /** One WebSocketManager, from its start to its stop. */
 interface DiscordRun {
@@ -179,7 +179,8 @@ export class DiscordConnection {
   }
 
   /**
-   * Hands MESSAGE_CREATEs on in order (READY tells who the bot is), and counts every dispatch
+   * Hands MESSAGE_CREATEs and INTERACTION_CREATEs (slash commands and button presses, when no
+   * Interactions Endpoint URL is set) on in order (READY tells who the bot is), and counts every dispatch
    * as taken, in order, once the ones before it are: the session handed over resumes after it.
    */
   private dispatch(payload: GatewayDispatchPayload, shardId: number, hand: DiscordHand): void {
@@ -187,9 +188,10 @@ export class DiscordConnection {
     const botId = this.botId;
     // The session this dispatch belongs to, as the library holds it now (a READY's is already there).
     const session = this.sessions.get(shardId);
+    const event = payload.t === GatewayDispatchEvents.MessageCreate ? 'message' : payload.t === GatewayDispatchEvents.InteractionCreate ? 'interaction' : undefined;
     this.handing = this.handing.then(async () => {
-      if (payload.t === GatewayDispatchEvents.MessageCreate && botId !== undefined) {
-        await hand(payload.d, botId).catch((error: unknown) => this.options.logger.error({ err: error }, 'discord message not taken'));
+      if (event !== undefined && botId !== undefined) {
+        await hand(event, payload.d, botId).catch((error: unknown) => this.options.logger.error({ err: error }, `discord ${event} not taken`));
       }
       if (session !== undefined && botId !== undefined) this.handover.taking(botId, { ...session, sequence: payload.s });
     });

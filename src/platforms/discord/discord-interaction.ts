@@ -8,7 +8,7 @@ export const ASK_COMMAND = 'ask';
 /** Option types that hold a value (string, integer, boolean, user, channel, role, mentionable, number). */
 const VALUE_OPTIONS: ReadonlySet<unknown> = new Set([3, 4, 5, 6, 7, 8, 9, 10]);
 
-/** A slash command as the gateway takes it: its text, and where and by whom it was used. */
+/** A slash command or a button press as the gateway takes it: its text, and where and by whom it was used. */
 export interface DiscordCommand {
   readonly id: string;
   readonly text: string;
@@ -20,32 +20,51 @@ export interface DiscordCommand {
   readonly known: boolean;
   readonly authorId: string;
   readonly authorName: string | undefined;
+  /** The interaction's token, for an answer over the REST API (a route holding it: a secret for 15 minutes). */
+  readonly token: string | undefined;
 }
 
-/** What an interaction asks for: a PING (answered PONG), a slash command, or nothing the gateway takes. */
-export type DiscordInteraction = { readonly kind: 'ping' } | ({ readonly kind: 'command' } & DiscordCommand) | { readonly kind: 'other' };
+/**
+ * What an interaction asks for: a PING (answered PONG), a slash command, a button press, or
+ * nothing the gateway takes.
+ */
+export type DiscordInteraction =
+  | { readonly kind: 'ping' }
+  | ({ readonly kind: 'command' } & DiscordCommand)
+  | ({ readonly kind: 'press' } & DiscordCommand)
+  | { readonly kind: 'other' };
+
+/** Interaction tokens: base64url-like, never a path separator. */
+const INTERACTION_TOKEN = /^[\w.-]{1,512}$/;
 
 /**
- * The interaction in an Interactions endpoint body. A slash command becomes text: `/ask`'s
- * values alone, any other command `/<name> <values…>` (so `/stop` and `/new` reach the
- * gateway's own commands). Untrusted: every field is checked before it is read.
+ * The interaction in an Interactions endpoint body or an INTERACTION_CREATE. A slash command
+ * becomes text: `/ask`'s values alone, any other command `/<name> <values…>` (so `/stop` and
+ * `/new` reach the gateway's own commands); a button press, the command its custom_id holds.
+ * Untrusted: every field is checked before it is read.
  */
 export function discordInteraction(body: unknown): DiscordInteraction {
   const interaction = record(body);
   if (interaction?.['type'] === InteractionType.Ping) return { kind: 'ping' };
   const data = record(interaction?.['data']);
   const user = record(record(interaction?.['member'])?.['user']) ?? record(interaction?.['user']);
-  const { id, channel_id: channelId, guild_id: guildId } = interaction ?? {};
-  if (interaction?.['type'] !== InteractionType.ApplicationCommand || data === undefined || user === undefined) return { kind: 'other' };
-  if (!isSnowflake(id) || !isSnowflake(channelId) || !isSnowflake(user['id']) || typeof data['name'] !== 'string') return { kind: 'other' };
+  const { id, channel_id: channelId, guild_id: guildId, token } = interaction ?? {};
+  if (interaction === undefined || data === undefined || user === undefined) return { kind: 'other' };
+  if (!isSnowflake(id) || !isSnowflake(channelId) || !isSnowflake(user['id'])) return { kind: 'other' };
   if (guildId !== undefined && !isSnowflake(guildId)) return { kind: 'other' };
-  const values = optionValues(data['options']);
-  const text = (data['name'] === ASK_COMMAND ? values : [`/${data['name']}`, ...values]).join(' ').trim();
+  let text: string;
+  if (interaction['type'] === InteractionType.ApplicationCommand && typeof data['name'] === 'string') {
+    const values = optionValues(data['options']);
+    text = (data['name'] === ASK_COMMAND ? values : [`/${data['name']}`, ...values]).join(' ').trim();
+  } else if (interaction['type'] === InteractionType.MessageComponent && typeof data['custom_id'] === 'string' && data['custom_id'].startsWith('/')) {
+    text = data['custom_id'].trim();
+  } else {
+    return { kind: 'other' };
+  }
   if (text === '') return { kind: 'other' };
   const channel = record(interaction['channel']);
   const isThread = channel !== undefined && THREAD_TYPES.has(channel['type']);
-  return {
-    kind: 'command',
+  const command: DiscordCommand = {
     id,
     text,
     channelId,
@@ -55,7 +74,9 @@ export function discordInteraction(body: unknown): DiscordInteraction {
     known: channel !== undefined && typeof channel['type'] === 'number',
     authorId: user['id'] as string,
     authorName: displayName(user['global_name'] ?? user['username']),
+    token: typeof token === 'string' && INTERACTION_TOKEN.test(token) ? token : undefined,
   };
+  return { kind: interaction['type'] === InteractionType.ApplicationCommand ? 'command' : 'press', ...command };
 }
 
 /** The values of a command's options, subcommands' included, in order. */

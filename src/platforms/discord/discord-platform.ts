@@ -1,5 +1,5 @@
 import { DiscordAPIError, HTTPError, RateLimitError, REST, type RawFile } from '@discordjs/rest';
-import { InteractionResponseType, MessageFlags, Routes, type APIAllowedMentions, type APIMessage, type RESTPostAPIChannelMessageJSONBody } from 'discord-api-types/v10';
+import { ButtonStyle, ComponentType, InteractionResponseType, MessageFlags, Routes, type APIActionRowComponent, type APIAllowedMentions, type APIComponentInMessageActionRow, type APIInteractionResponse, type APIMessage, type RESTPostAPIChannelMessageJSONBody } from 'discord-api-types/v10';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
@@ -12,7 +12,7 @@ import type { AcceptedMessage, Intake, OutboundMessage, Platform, PresenceTarget
 import type { KeyObject } from 'node:crypto';
 import { DiscordConnection } from './discord-connection.js';
 import { discordInbound, isSnowflake, takenMessage, type DiscordMessage } from './discord-inbound.js';
-import { discordInteraction, type DiscordCommand } from './discord-interaction.js';
+import { discordInteraction, type DiscordCommand, type DiscordInteraction } from './discord-interaction.js';
 import { discordPublicKey, discordSignatureValid } from './discord-signature.js';
 import { discordNonce, discordPieces } from './discord-text.js';
 import { DiscordThreads } from './discord-threads.js';
@@ -99,10 +99,8 @@ export class DiscordPlatform implements Platform {
   }
 
   /**
-   * Slash commands, when a public key is set: Discord POSTs each interaction, signed (Ed25519
-   * over timestamp and raw body). A PING is answered PONG; a command is taken as a message of
-   * its channel or thread and answered at once with its text quoted (the answer follows as a
-   * message there); a command the gateway cannot take now is answered only to its user.
+   * Interactions over HTTP, when a public key is set: Discord POSTs each one, signed (Ed25519
+   * over timestamp and raw body), and takes the response body as its answer (see answer()).
    */
   register(app: FastifyInstance, intake: Intake): void {
     const publicKey = this.publicKey;
@@ -122,25 +120,32 @@ export class DiscordPlatform implements Platform {
         } catch {
           throw new ThreadlineError('TL_BAD_REQUEST', 'The Discord interaction body is not JSON');
         }
-        const interaction = discordInteraction(body);
-        if (interaction.kind === 'ping') return reply.send({ type: InteractionResponseType.Pong });
-        if (interaction.kind === 'other') return reply.send(onlyToUser('threadline takes slash commands only.'));
-        try {
-          await this.takeCommand(intake, interaction, request.headers);
-        } catch (error) {
-          // Discord shows its own failure for anything but an interaction response: say why instead.
-          if (!(error instanceof ThreadlineError)) throw error;
-          return reply.send(onlyToUser(`Not taken: ${error.message}`));
-        }
-        return reply.send({
-          type: InteractionResponseType.ChannelMessageWithSource,
-          data: { content: discordPieces(`> ${interaction.text}`)[0], allowed_mentions: NO_PINGS },
-        });
+        return reply.send(await this.answer(intake, discordInteraction(body), request.headers));
       });
     });
   }
 
-  /** A slash command to intake, as a message of the channel or thread it was used in (nothing to quote). */
+  /**
+   * An interaction's answer, once what it asks is taken. A PING is answered PONG. A slash
+   * command is taken as a message of its channel or thread and answered with its text quoted
+   * (the answer follows as a message there); a button press, as its command from the presser,
+   * answered with no change to the message. What the gateway cannot take now is answered only
+   * to its user, saying why: Discord would show its own failure for anything else.
+   */
+  private async answer(intake: Intake, interaction: DiscordInteraction, headers: InboundHeaders): Promise<APIInteractionResponse> {
+    if (interaction.kind === 'ping') return { type: InteractionResponseType.Pong };
+    if (interaction.kind === 'other') return onlyToUser('threadline takes slash commands and its own buttons only.');
+    try {
+      await this.takeCommand(intake, interaction, headers);
+    } catch (error) {
+      if (!(error instanceof ThreadlineError)) throw error;
+      return onlyToUser(`Not taken: ${error.message}`);
+    }
+    if (interaction.kind === 'press') return { type: InteractionResponseType.DeferredMessageUpdate };
+    return { type: InteractionResponseType.ChannelMessageWithSource, data: { content: discordPieces(`> ${interaction.text}`)[0]!, allowed_mentions: NO_PINGS } };
+  }
+
+  /** A slash command or a button press to intake, as a message of the channel or thread it was used in (nothing to quote). */
   private async takeCommand(intake: Intake, command: DiscordCommand, headers: InboundHeaders): Promise<AcceptedMessage> {
     let parent = command.parentId;
     if (!command.known && command.guildId !== undefined) {
@@ -154,9 +159,26 @@ export class DiscordPlatform implements Platform {
     return intake.accept(message, inboundContext(headers, this.inbound), { key: `discord:interaction:${command.id}`, ttlMs: DISCORD_IDEMPOTENCY_MS });
   }
 
+  /**
+   * An interaction that came over the Gateway (no Interactions Endpoint URL is set): taken as
+   * over HTTP, its answer POSTed to its callback route. Best-effort: past Discord's 3 seconds
+   * the user sees "interaction failed", but what was asked is taken all the same.
+   */
+  private async handInteraction(intake: Intake, data: unknown): Promise<void> {
+    const interaction = discordInteraction(data);
+    if (interaction.kind !== 'command' && interaction.kind !== 'press') return;
+    const answer = await runDetached(() => this.answer(intake, interaction, {}));
+    if (interaction.token === undefined) return;
+    try {
+      await this.rest.post(Routes.interactionCallback(interaction.id, interaction.token), { body: answer, auth: false });
+    } catch (error) {
+      this.options.logger.debug({ err: error }, 'discord interaction not answered');
+    }
+  }
+
   /** Connects the Gateway once the gateway takes messages. */
   start(intake: Intake): void {
-    this.connection.start((data, botId) => this.hand(intake, data, botId));
+    this.connection.start((event, data, botId) => (event === 'interaction' ? this.handInteraction(intake, data) : this.hand(intake, data, botId)));
   }
 
   /** Disconnects once every message received is taken (intake is still open then), and releases the Gateway lease. */
@@ -171,6 +193,7 @@ export class DiscordPlatform implements Platform {
     const { attachment } = message;
     const files: RawFile[] =
       attachment === undefined ? [] : [{ name: attachment.filename, contentType: attachment.contentType, data: Buffer.from(attachment.dataBase64, 'base64') }];
+    const buttons = buttonRow(message);
     // Only a reply quotes its message, in the channel the message was written in.
     const reference = message.kind === 'reply' && isSnowflake(message.inReplyTo) ? { message_id: message.inReplyTo, fail_if_not_exists: false } : undefined;
     let what = 'the message';
@@ -181,16 +204,22 @@ export class DiscordPlatform implements Platform {
       what = 'the message';
       const rest = replaced ? pieces.slice(1) : pieces;
       if (rest.length === 0 && files.length > 0) rest.push('');
+      // The button goes under the answer's last message: the edited live one when nothing follows it.
+      if (replaced && rest.length === 0 && buttons !== undefined) {
+        what = 'the edit of the live message';
+        await this.rest.patch(Routes.channelMessage(channel, message.replaces!), { body: { components: buttons }, signal });
+      }
       for (const [index, content] of rest.entries()) {
         const number = index + (replaced ? 1 : 0);
+        const last = index === rest.length - 1;
         const body: RESTPostAPIChannelMessageJSONBody = {
           content,
           nonce: discordNonce(message.id, number),
           enforce_nonce: true,
           allowed_mentions: NO_PINGS,
           ...(index === 0 && !replaced && reference !== undefined ? { message_reference: reference } : {}),
+          ...(last && buttons !== undefined ? { components: buttons } : {}),
         };
-        const last = index === rest.length - 1;
         await this.rest.post(Routes.channelMessages(channel), { body, ...(last && files.length > 0 ? { files } : {}), signal });
       }
     } catch (error) {
@@ -290,8 +319,15 @@ export class DiscordPlatform implements Platform {
 }
 
 /** An interaction response only its user sees. */
-function onlyToUser(content: string): object {
+function onlyToUser(content: string): APIInteractionResponse {
   return { type: InteractionResponseType.ChannelMessageWithSource, data: { content, flags: MessageFlags.Ephemeral, allowed_mentions: NO_PINGS } };
+}
+
+/** A CommandButton as a row of one button whose custom_id is its command: its press comes back as an interaction. */
+function buttonRow(message: OutboundMessage): APIActionRowComponent<APIComponentInMessageActionRow>[] | undefined {
+  const { button } = message;
+  if (button === undefined) return undefined;
+  return [{ type: ComponentType.ActionRow, components: [{ type: ComponentType.Button, style: ButtonStyle.Primary, label: button.label.slice(0, 80), custom_id: button.command }] }];
 }
 
 /** The channel a destination's messages go to: the thread's own channel when there is a thread. */
