@@ -25,6 +25,14 @@ export interface SlackConfig {
   readonly liveEditMs: number;
 }
 
+export interface MatrixConfig {
+  /** The client-server API root, without a trailing slash. */
+  readonly homeserverUrl: string;
+  readonly accessToken: string;
+  /** THREADLINE_MATRIX_EDIT_INTERVAL_MS. */
+  readonly liveEditMs: number;
+}
+
 /** Several instances sharing one Redis (THREADLINE_REDIS_URL and the settings beside it). */
 export interface RedisConfig {
   /** May hold a password: show it through redactRedisUrl (src/config/redis-url.ts), never as it is. */
@@ -52,6 +60,8 @@ export interface GatewayConfig {
   readonly telegram: TelegramConfig | undefined;
   /** Present when THREADLINE_SLACK_BOT_TOKEN is set. */
   readonly slack: SlackConfig | undefined;
+  /** Present when THREADLINE_MATRIX_HOMESERVER_URL and THREADLINE_MATRIX_ACCESS_TOKEN are set. */
+  readonly matrix: MatrixConfig | undefined;
   /** THREADLINE_ADMINS: who may run admin commands (/sethome); unset, nobody. */
   readonly admins: Admins;
   /** THREADLINE_INBOUND_BAGGAGE: the foreign inbound baggage every platform keeps; default none. */
@@ -107,6 +117,7 @@ export function readGatewayConfig(env: NodeJS.ProcessEnv = process.env): Gateway
     },
     telegram: telegramConfig(env),
     slack: slackConfig(env),
+    matrix: matrixConfig(env),
     admins: adminsOf(env),
     inboundBaggage: parseKeepBaggage(readText(env, 'THREADLINE_INBOUND_BAGGAGE')),
     concurrency: readInteger(env, 'THREADLINE_CONCURRENCY'),
@@ -260,4 +271,19 @@ function slackConfig(env: NodeJS.ProcessEnv): SlackConfig | undefined {
     throw new ConfigError('THREADLINE_SLACK_SIGNING_SECRET', "is required with a Slack bot token: copy it from the app's Basic Information page");
   }
   return { botToken, signingSecret, apiUrl, threadTopLevel, liveEditMs };
+}
+
+function matrixConfig(env: NodeJS.ProcessEnv): MatrixConfig | undefined {
+  // All read before the credentials decide: a bad value is refused even with Matrix off.
+  const homeserverUrl = readUrl(env, 'THREADLINE_MATRIX_HOMESERVER_URL')?.replace(/\/+$/, '');
+  const accessToken = readText(env, 'THREADLINE_MATRIX_ACCESS_TOKEN');
+  const liveEditMs = readInteger(env, 'THREADLINE_MATRIX_EDIT_INTERVAL_MS');
+  if (homeserverUrl === undefined && accessToken === undefined) return undefined;
+  if (homeserverUrl === undefined) {
+    throw new ConfigError('THREADLINE_MATRIX_HOMESERVER_URL', "is required with a Matrix access token: the homeserver's client-server API root, such as https://matrix.example.org");
+  }
+  if (accessToken === undefined) {
+    throw new ConfigError('THREADLINE_MATRIX_ACCESS_TOKEN', "is required with a Matrix homeserver URL: the bot account's access token (docs/platforms.md says how to get one)");
+  }
+  return { homeserverUrl, accessToken, liveEditMs };
 }
