@@ -13,6 +13,19 @@ export {
   type TelegramCall,
 } from './fake-telegram.js';
 export { FakeSlack, type SlackSent, type SlackFileSent, type SlackStatus, type SlackUpdate, type SlackMessage } from './fake-slack.js';
+export {
+  FakeMatrix,
+  FAKE_MATRIX_SERVER,
+  type MatrixSent,
+  type MatrixEdit,
+  type MatrixFileSent,
+  type MatrixTyping,
+  type MatrixShown,
+  type MatrixCall,
+  type MatrixEndpoint,
+  type MatrixFailure,
+  type FakeMatrixOptions,
+} from './fake-matrix.js';
 export { ManualClock, type Clock } from '../tools/clock.js';
 export type { Tool, ToolResult, ToolCall } from '../tools/tool.js';
 export { FakeOpenAI, MAX_RECORDED_REQUESTS, type FakeChatRequest, type FakeCompletion, type FakeOpenAIScript, type FakeAnswerOptions, type FakeToolCall, type FakeStreamedAnswer } from './fake-openai.js';

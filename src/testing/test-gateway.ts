@@ -16,6 +16,7 @@ import { ThreadlineError } from '../errors.js';
 import { createLogger } from '../telemetry/logger.js';
 import { slackSignature } from '../platforms/slack/slack-signature.js';
 import { DeliveryReceiver } from './delivery-receiver.js';
+import { FakeMatrix } from './fake-matrix.js';
 import { FakeSlack } from './fake-slack.js';
 import { FakeTelegram } from './fake-telegram.js';
 import { installTestMetrics, type CollectedMetrics } from './test-metrics.js';
@@ -32,6 +33,8 @@ export interface TestGatewayOptions {
   readonly telegram?: boolean | 'polling';
   /** Enable Slack against a local fake Web API. */
   readonly slack?: boolean;
+  /** Enable Matrix against a local fake homeserver; started once the bot's /sync reads on from a stored token. */
+  readonly matrix?: boolean;
   /**
    * `manual`: reminders, cron runs and progress checks wait for `advanceTime()` instead of the
    * wall clock (deliveries and their retries still run in real time). Refused with
@@ -59,6 +62,7 @@ export const TEST_SECRETS = {
   slackBotToken: 'xoxb-test',
   slackSigningSecret: 'slack-signing-secret',
   webhookToken: 'test-webhook-token-0123456789',
+  matrixAccessToken: 'matrix-test-token',
 } as const;
 
 export interface SendResult {
@@ -78,6 +82,8 @@ export interface TestGateway {
   readonly receiver: DeliveryReceiver;
   readonly telegram: FakeTelegram | undefined;
   readonly slack: FakeSlack | undefined;
+  /** The fake homeserver: `matrix.postMessage()` writes into a room or thread as a user; what the bot sent is recorded. */
+  readonly matrix: FakeMatrix | undefined;
   readonly telemetry: TestTelemetry;
   /** The gateway now running (a new one after `restart()`). */
   readonly running: RunningGateway;
@@ -153,6 +159,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const receiver = await DeliveryReceiver.start();
   const telegram = options.telegram ? await FakeTelegram.start() : undefined;
   const slack = options.slack ? await FakeSlack.start() : undefined;
+  const matrix = options.matrix ? await FakeMatrix.start({ accessToken: TEST_SECRETS.matrixAccessToken }) : undefined;
   const dataDir = mkdtempSync(join(tmpdir(), 'threadline-test-'));
   const webhookToken = options.webhookToken === true ? TEST_SECRETS.webhookToken : options.webhookToken;
   const config = readGatewayConfig({
@@ -171,6 +178,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
           THREADLINE_SLACK_SIGNING_SECRET: TEST_SECRETS.slackSigningSecret,
           THREADLINE_SLACK_API_URL: slack.apiUrl,
         }),
+    ...(matrix === undefined ? {} : { THREADLINE_MATRIX_HOMESERVER_URL: matrix.homeserverUrl, THREADLINE_MATRIX_ACCESS_TOKEN: TEST_SECRETS.matrixAccessToken }),
     PORT: '0',
     HOST: '127.0.0.1',
     THREADLINE_DATA_DIR: dataDir,
@@ -183,8 +191,18 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   });
   const clock = options.clock === 'manual' ? new ManualClock() : undefined;
   const logger = createLogger({ level: process.env['THREADLINE_LOG_LEVEL'] ?? 'silent' });
-  const start = () =>
+  const startOnly = () =>
     startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}), ...(clock ? { clock } : {}), ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}), ...(options.tools ? { tools: options.tools } : {}) });
+  const start = async () => {
+    const syncs = matrix?.sinceSyncs ?? 0;
+    const started = await startOnly();
+    // Messages written before the first sync would be history, which a bot's first sync skips.
+    await matrix?.waitForSinceSyncs(syncs + 1).catch(async (error: unknown) => {
+      await started.stop();
+      throw error;
+    });
+    return started;
+  };
   let running = await start();
 
   async function post(path: string, body: string, headers: Readonly<Record<string, string>>): Promise<SendResult> {
@@ -230,6 +248,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     },
     telegram,
     slack,
+    matrix,
     send: (message, headers = {}) =>
       post('/v1/messages', JSON.stringify(message), webhookToken === undefined || 'authorization' in headers ? headers : { authorization: `Bearer ${webhookToken}`, ...headers }),
     sendTelegram: (update, secret = TEST_SECRETS.telegramWebhookSecret) =>
@@ -274,7 +293,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     },
     stop: async () => {
       await running.stop();
-      await Promise.all([receiver.close(), telegram?.close(), slack?.close()]);
+      await Promise.all([receiver.close(), telegram?.close(), slack?.close(), matrix?.close()]);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
