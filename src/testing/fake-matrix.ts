@@ -64,10 +64,12 @@ export interface MatrixShown {
 /** What the fake's endpoints are called in `calls` and `failNext`. */
 export type MatrixEndpoint = 'whoami' | 'sync' | 'messages' | 'send' | 'typing' | 'event' | 'upload';
 
-/** A call the fake answered (whoami and /sync aside), in the order received. */
+/** A call the fake answered (whoami aside), in the order received. */
 export interface MatrixCall {
   readonly endpoint: MatrixEndpoint;
   readonly roomId: string | undefined;
+  /** When it arrived (ms since the epoch). */
+  readonly at: number;
 }
 
 /** How the next calls fail. */
@@ -129,8 +131,10 @@ export class FakeMatrix {
   readonly edits: MatrixEdit[] = [];
   readonly files: MatrixFileSent[] = [];
   readonly typing: MatrixTyping[] = [];
-  /** Every call but whoami and /sync, in order. */
+  /** Every call but whoami, in order. */
   readonly calls: MatrixCall[] = [];
+  /** The calls failed on purpose (failNext), in order. */
+  readonly failedCalls: MatrixCall[] = [];
   /** /sync calls that carried a `since` token (the initial sync does not). */
   sinceSyncs = 0;
   private readonly stream: StreamEntry[] = [];
@@ -269,9 +273,13 @@ export class FakeMatrix {
     const presented = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1];
     if (presented === undefined) return matrixError(401, 'M_MISSING_TOKEN', 'Missing access token');
     if (presented !== this.accessToken) return matrixError(401, 'M_UNKNOWN_TOKEN', 'Unrecognised access token');
-    if (route.endpoint !== 'whoami' && route.endpoint !== 'sync') this.calls.push({ endpoint: route.endpoint, roomId: route.roomId });
+    const call = { endpoint: route.endpoint, roomId: route.roomId, at: Date.now() };
+    if (route.endpoint !== 'whoami') this.calls.push(call);
     const at = this.failures.findIndex((failure) => (failure.endpoint === undefined ? route.endpoint === 'send' || route.endpoint === 'upload' : failure.endpoint === route.endpoint));
-    if (at >= 0) return failureAnswer(this.failures.splice(at, 1)[0]!);
+    if (at >= 0) {
+      this.failedCalls.push(call);
+      return failureAnswer(this.failures.splice(at, 1)[0]!);
+    }
     switch (route.endpoint) {
       case 'whoami':
         return ok({ user_id: this.userId, device_id: 'FAKEDEVICE', is_guest: false });

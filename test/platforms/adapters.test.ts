@@ -104,7 +104,7 @@ const matrix: AdapterHarness = {
   sent: (g) => g.matrix!.sent.map((s) => ({ chatId: s.roomId, threadId: s.threadRoot, text: s.body, replyTo: s.replyTo })),
   rateLimitNext: (g, seconds) => g.matrix!.failNext(1, { retryAfterMs: seconds * 1000 }),
   typed: (g) => g.matrix!.typing.filter((t) => t.typing).map((t) => ({ chatId: t.roomId, threadId: undefined })),
-  calls: (g) => g.matrix!.calls.map((c) => c.endpoint),
+  calls: (g) => g.matrix!.calls.filter((c) => c.endpoint !== 'sync').map((c) => c.endpoint),
   shown: (g, chatId) => g.matrix!.messagesIn(chatId).filter((m) => m.sender === g.matrix!.userId).map((m) => ({ id: m.eventId, threadId: m.threadRoot, text: m.body })),
   deleteMessage: (g, id) => g.matrix!.redact(id),
   files: (g) => g.matrix!.files.map((f) => ({ chatId: f.roomId, text: f.body === f.filename ? undefined : f.body })),
