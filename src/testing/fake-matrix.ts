@@ -84,6 +84,8 @@ export interface MatrixFailure {
   readonly retryAfterSeconds?: number;
   /** The endpoint that fails: default `send` or `upload`, whichever is called first. */
   readonly endpoint?: MatrixEndpoint;
+  /** A send is done, and then its answer is this failure: as when the answer is lost on the way back. */
+  readonly afterSending?: boolean;
 }
 
 export interface FakeMatrixOptions {
@@ -277,8 +279,10 @@ export class FakeMatrix {
     if (route.endpoint !== 'whoami') this.calls.push(call);
     const at = this.failures.findIndex((failure) => (failure.endpoint === undefined ? route.endpoint === 'send' || route.endpoint === 'upload' : failure.endpoint === route.endpoint));
     if (at >= 0) {
+      const failure = this.failures.splice(at, 1)[0]!;
       this.failedCalls.push(call);
-      return failureAnswer(this.failures.splice(at, 1)[0]!);
+      if (failure.afterSending === true && route.endpoint === 'send') this.send(route.roomId!, route.eventType!, route.txnId!, request);
+      return failureAnswer(failure);
     }
     switch (route.endpoint) {
       case 'whoami':

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { context } from '@opentelemetry/api';
 import { suppressTracing } from '@opentelemetry/core';
 import { ClientPrefix, MatrixHttpApi, MediaPrefix, Method, type IRequestOpts } from 'matrix-js-sdk/lib/http-api/index.js';
@@ -34,6 +35,10 @@ export class MatrixClient {
       onlyData: true,
       useAuthorizationHeader: true,
     });
+    // The SDK joins its own abort signal to every request's, one listener a request in flight:
+    // concurrent sends are by design, not a leak, so Node need not warn past ten.
+    const own = (this.http as unknown as { abortController?: unknown }).abortController;
+    if (own instanceof AbortController) setMaxListeners(0, own.signal);
   }
 
   /** GET /account/whoami: the account the access token belongs to. */
@@ -94,5 +99,25 @@ export class MatrixClient {
 
 /** The SDK types its options with DOM's RequestInit `priority`, which Node's types lack: cast once here. */
 function requestOptions(signal: AbortSignal | undefined, timeoutMs: number): IRequestOpts {
-  return { ...(signal === undefined ? {} : { abortSignal: signal }), localTimeoutMs: timeoutMs } as IRequestOpts;
+  return { ...(signal === undefined ? {} : { abortSignal: requestSignal(signal) }), localTimeoutMs: timeoutMs } as IRequestOpts;
+}
+
+/**
+ * The SDK adds a listener to a request's signal for each request in flight. A caller's signal
+ * (the gateway's shutdown, shared by every send) gets one listener instead, on a signal of
+ * the client's own that follows it and takes any number.
+ */
+const followers = new WeakMap<AbortSignal, AbortSignal>();
+
+function requestSignal(signal: AbortSignal): AbortSignal {
+  let follower = followers.get(signal);
+  if (follower === undefined) {
+    const controller = new AbortController();
+    setMaxListeners(0, controller.signal); // one listener a request in flight, by design
+    if (signal.aborted) controller.abort(signal.reason);
+    else signal.addEventListener('abort', () => controller.abort(signal.reason), { once: true });
+    follower = controller.signal;
+    followers.set(signal, follower);
+  }
+  return follower;
 }
