@@ -117,7 +117,7 @@ export function readGatewayConfig(env: NodeJS.ProcessEnv = process.env): Gateway
     },
     telegram: telegramConfig(env),
     slack: slackConfig(env),
-    matrix: matrixConfig(env),
+    matrix: readMatrixConfig(env),
     admins: adminsOf(env),
     inboundBaggage: parseKeepBaggage(readText(env, 'THREADLINE_INBOUND_BAGGAGE')),
     concurrency: readInteger(env, 'THREADLINE_CONCURRENCY'),
@@ -273,7 +273,8 @@ function slackConfig(env: NodeJS.ProcessEnv): SlackConfig | undefined {
   return { botToken, signingSecret, apiUrl, threadTopLevel, liveEditMs };
 }
 
-function matrixConfig(env: NodeJS.ProcessEnv): MatrixConfig | undefined {
+/** The Matrix settings, or undefined when neither is set; `threadline doctor` reads them alone. */
+export function readMatrixConfig(env: NodeJS.ProcessEnv): MatrixConfig | undefined {
   // All read before the credentials decide: a bad value is refused even with Matrix off.
   const homeserverUrl = readUrl(env, 'THREADLINE_MATRIX_HOMESERVER_URL')?.replace(/\/+$/, '');
   const accessToken = readText(env, 'THREADLINE_MATRIX_ACCESS_TOKEN');

@@ -62,7 +62,7 @@ export interface MatrixShown {
 }
 
 /** What the fake's endpoints are called in `calls` and `failNext`. */
-export type MatrixEndpoint = 'whoami' | 'sync' | 'messages' | 'send' | 'typing' | 'event' | 'upload';
+export type MatrixEndpoint = 'whoami' | 'joined_rooms' | 'sync' | 'messages' | 'send' | 'typing' | 'event' | 'upload';
 
 /** A call the fake answered (whoami aside), in the order received. */
 export interface MatrixCall {
@@ -118,7 +118,7 @@ interface StoredEvent {
 const DEFAULT_TIMELINE_LIMIT = 10;
 
 /**
- * A local fake of a Matrix homeserver's client-server API, enough for a bot: whoami, /sync
+ * A local fake of a Matrix homeserver's client-server API, enough for a bot: whoami, joined rooms, /sync
  * (since tokens, long polling, per-room timelines cut at the filter's limit and marked
  * `limited`, invites), /messages back through a gap, sends with transaction ids (edits applied
  * as clients apply them), typing, one event, uploads; 429 M_LIMIT_EXCEEDED (and other failures)
@@ -287,6 +287,8 @@ export class FakeMatrix {
     switch (route.endpoint) {
       case 'whoami':
         return ok({ user_id: this.userId, device_id: 'FAKEDEVICE', is_guest: false });
+      case 'joined_rooms':
+        return ok({ joined_rooms: [...new Set(this.stream.filter((entry) => entry.invite !== true).map((entry) => entry.roomId))] });
       case 'sync':
         return this.sync(request.query);
       case 'messages':
@@ -473,6 +475,7 @@ function routeOf(request: LocalRequest): Route | undefined {
   const rest = parts.slice(4);
   if (method === 'GET' && rest.join('/') === 'account/whoami') return { endpoint: 'whoami' };
   if (method === 'GET' && rest.join('/') === 'sync') return { endpoint: 'sync' };
+  if (method === 'GET' && rest.join('/') === 'joined_rooms') return { endpoint: 'joined_rooms' };
   if (rest[0] !== 'rooms' || rest[1] === undefined) return undefined;
   const roomId = rest[1];
   if (method === 'GET' && rest[2] === 'messages' && rest.length === 3) return { endpoint: 'messages', roomId };

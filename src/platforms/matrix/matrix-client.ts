@@ -48,6 +48,12 @@ export class MatrixClient {
     return { userId: answer.user_id, deviceId: typeof answer.device_id === 'string' ? answer.device_id : undefined };
   }
 
+  /** GET /joined_rooms: the rooms the account is in (untrusted: ids not checked). */
+  async joinedRooms(signal?: AbortSignal): Promise<unknown[]> {
+    const answer = await this.request<{ joined_rooms?: unknown }>(Method.Get, '/joined_rooms', undefined, undefined, signal);
+    return Array.isArray(answer.joined_rooms) ? answer.joined_rooms : [];
+  }
+
   /** GET /sync: events after `since` (all rooms' recent ones without it), waiting up to `timeoutMs` for some. The answer is untrusted. */
   sync(since: string | undefined, timeoutMs: number, filter: string, signal: AbortSignal): Promise<unknown> {
     const query: QueryDict = { timeout: timeoutMs, filter, ...(since === undefined ? {} : { since }) };
