@@ -2,7 +2,7 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { slackSignature } from '../../src/platforms/slack/slack-signature.js';
-import { DeliveryReceiver, FakeSlack, FakeTelegram } from '../../src/testing/index.js';
+import { DeliveryReceiver, FakeMatrix, FakeSlack, FakeTelegram } from '../../src/testing/index.js';
 import { startLocalServer, type LocalServer } from '../../src/testing/local-server.js';
 import { until } from '../helpers/gateway.js';
 import { isolatedEnv, runGatewayProcess } from '../helpers/gateway-process.js';
@@ -21,6 +21,7 @@ const SECRETS = {
   telegramWebhookSecret: 'tg-webhook-secret-7Q2xV9',
   slackBotToken: 'xoxb-1111-2222-slackBotTokenSecret',
   slackSigningSecret: 'slack-signing-secret-K8pL3m',
+  matrixAccessToken: 'syt_matrixAccessTokenSecret_Q9wE3r',
   webhookBearer: 'webhook-bearer-secret-Z4nR6t',
   deliveryPassword: 'delivery-password-M1wQ8s',
   deliveryQueryToken: 'delivery-query-token-B5yH2k',
@@ -32,7 +33,7 @@ const SECRETS = {
 /** The secret half of the bot token: what a partial redaction would leave. */
 const TOKEN_TAIL = SECRETS.telegramToken.split(':')[1]!;
 /** Chat ids that hmac mode must keep out of the logs. */
-const CHATS = { webhook: 'plain-chat-id-webhook-42', telegram: -1009876543210, slack: 'CPLAINSLACK42' };
+const CHATS = { webhook: 'plain-chat-id-webhook-42', telegram: -1009876543210, slack: 'CPLAINSLACK42', matrix: '!plainMatrixRoom42:fake.local' };
 
 interface Run {
   readonly output: string;
@@ -44,7 +45,7 @@ type Exporter = 'file' | 'http/json' | 'http/protobuf';
 
 async function runGateway(exporter: Exporter): Promise<Run> {
   const dataDir = join(tempDir(), exporter.replace('/', '-'));
-  const [telegram, slack, receiver] = await Promise.all([FakeTelegram.start(), FakeSlack.start(), DeliveryReceiver.start()]);
+  const [telegram, slack, receiver, matrix] = await Promise.all([FakeTelegram.start(), FakeSlack.start(), DeliveryReceiver.start(), FakeMatrix.start({ accessToken: SECRETS.matrixAccessToken })]);
   const otlpBodies: Buffer[] = [];
   const otlp: LocalServer = await startLocalServer((request) => {
     otlpBodies.push(request.raw);
@@ -68,6 +69,8 @@ async function runGateway(exporter: Exporter): Promise<Run> {
     THREADLINE_SLACK_BOT_TOKEN: SECRETS.slackBotToken,
     THREADLINE_SLACK_SIGNING_SECRET: SECRETS.slackSigningSecret,
     THREADLINE_SLACK_API_URL: slack.apiUrl,
+    THREADLINE_MATRIX_HOMESERVER_URL: matrix.homeserverUrl,
+    THREADLINE_MATRIX_ACCESS_TOKEN: SECRETS.matrixAccessToken,
     ...(exporter === 'file'
       ? {}
       : {
@@ -77,10 +80,10 @@ async function runGateway(exporter: Exporter): Promise<Run> {
         }),
   });
   const { output, code } = await runGatewayProcess(env, async (base, soFar) => {
-    await exercise(base, { telegram, slack, receiver });
-    await until(() => count(soFar(), 'delivery failed for good') >= 3, 15_000);
+    await exercise(base, { telegram, slack, receiver, matrix });
+    await until(() => count(soFar(), 'delivery failed for good') >= 4, 15_000);
   });
-  await Promise.all([telegram.close(), slack.close(), receiver.close(), otlp.close()]);
+  await Promise.all([telegram.close(), slack.close(), receiver.close(), otlp.close(), matrix.close()]);
   const files = readdirSync(dataDir)
     .map((name) => join(dataDir, name))
     .filter((path) => statSync(path).isFile())
@@ -89,12 +92,15 @@ async function runGateway(exporter: Exporter): Promise<Run> {
 }
 
 /** Real sends through every platform, two each: one fails for good (an error logged), one gets through. */
-async function exercise(base: string, fakes: { telegram: FakeTelegram; slack: FakeSlack; receiver: DeliveryReceiver }): Promise<void> {
+async function exercise(base: string, fakes: { telegram: FakeTelegram; slack: FakeSlack; receiver: DeliveryReceiver; matrix: FakeMatrix }): Promise<void> {
   const post = (path: string, body: object, headers: Record<string, string>) =>
     fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   fakes.receiver.failNext(1, 400);
   fakes.telegram.failNext(1, 400);
   fakes.slack.refuseNext('channel_not_found');
+  fakes.matrix.failNext(1, { status: 403, errcode: 'M_FORBIDDEN' });
+  // What was written before the bot's first sync is history, which it does not answer.
+  await fakes.matrix.waitForSinceSyncs(1, 15_000);
   const bearer = { authorization: `Bearer ${SECRETS.webhookBearer}` };
   // A caller that put its token in the query: refused, and the query is in no span.
   expect((await post(`/v1/messages?token=${SECRETS.inboundQueryToken}`, { chat_id: CHATS.webhook, text: 'x' }, {})).status).toBe(401);
@@ -108,8 +114,9 @@ async function exercise(base: string, fakes: { telegram: FakeTelegram; slack: Fa
     const timestamp = String(Math.floor(Date.now() / 1000));
     const signature = slackSignature(SECRETS.slackSigningSecret, timestamp, raw);
     expect((await post('/v1/slack/events', event, { 'x-slack-request-timestamp': timestamp, 'x-slack-signature': signature })).status).toBe(200);
+    fakes.matrix.postMessage(CHATS.matrix, `matrix ${n}`, { threadRoot: '$plainMatrixThread' });
   }
-  await until(() => fakes.receiver.received.length >= 1 && fakes.telegram.sent.length >= 1 && fakes.slack.sent.length >= 1, 15_000);
+  await until(() => fakes.receiver.received.length >= 1 && fakes.telegram.sent.length >= 1 && fakes.slack.sent.length >= 1 && fakes.matrix.sent.length >= 1, 15_000);
 }
 
 function count(text: string, needle: string): number {
@@ -124,7 +131,7 @@ describe.each<Exporter>(['file', 'http/json', 'http/protobuf'])('no secret in an
 
   it('ran: started, sent through every platform, logged the failures, stopped cleanly', () => {
     expect(run.code, run.output).toBe(0);
-    expect(count(run.output, 'delivery failed for good')).toBeGreaterThanOrEqual(3);
+    expect(count(run.output, 'delivery failed for good')).toBeGreaterThanOrEqual(4);
     // Spans were written: the Telegram client span's URL, redacted.
     expect(run.written.includes('/bot<redacted>/sendMessage')).toBe(true);
   });
@@ -145,7 +152,10 @@ describe.each<Exporter>(['file', 'http/json', 'http/protobuf'])('no secret in an
   it('logs carry pseudonyms in hmac mode, not the chat id', () => {
     const logs = run.output.split('\n').filter((line) => line.startsWith('{'));
     expect(logs.length).toBeGreaterThan(0);
-    for (const chat of Object.values(CHATS)) expect(logs.filter((line) => line.includes(String(chat)))).toEqual([]);
+    // As written, and percent-encoded as in a URL's path (a Matrix room id is one).
+    for (const chat of Object.values(CHATS)) {
+      for (const form of new Set([String(chat), encodeURIComponent(String(chat))])) expect(logs.filter((line) => line.includes(form))).toEqual([]);
+    }
     expect(logs.some((line) => /"chat\.id":"h_[\w-]{22}"/.test(line))).toBe(true);
   });
 });
