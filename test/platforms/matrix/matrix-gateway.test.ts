@@ -112,6 +112,16 @@ describe('matrix through the gateway', () => {
     expectAnsweredOnceInPlace(g, [message]);
   });
 
+  it('takes a Matrix sender as an admin when THREADLINE_ADMINS names it as Matrix spells it, and nobody else', async () => {
+    const g = await startTestGateway({ matrix: true, env: { THREADLINE_ADMINS: 'matrix:@ann:fake.local' } });
+    g.matrix!.postMessage('!ops:fake.local', '/sethome', { sender: '@bob:fake.local', threadRoot: '$t' });
+    await until(() => g.matrix!.sent.length === 1);
+    g.matrix!.postMessage('!ops:fake.local', '/sethome', { sender: '@ann:fake.local', threadRoot: '$t' });
+    await until(() => g.matrix!.sent.length === 2);
+    expect(g.matrix!.sent.map((sent) => sent.body)).toEqual([expect.stringContaining('is for admins'), 'This chat is now the home channel for matrix.']);
+    expect(await g.running.store.homes.get('matrix')).toEqual({ platform: 'matrix', chatId: '!ops:fake.local', threadId: '$t' });
+  });
+
   it('does not answer an end-to-end encrypted event: nothing goes to its room', async () => {
     const g = await startTestGateway({ matrix: true });
     g.matrix!.postEncrypted('!secret:fake.local');
