@@ -84,23 +84,25 @@ export class MatrixSyncRun {
   private async loop(): Promise<void> {
     const { signal } = this.controller;
     let failures = 0;
-    let stream: string | undefined;
+    let user: string | undefined;
     let since: string | undefined;
     while (!this.stopped) {
       try {
-        if (stream === undefined) {
-          const user = await this.options.botUser(signal);
-          since = await this.options.tokens.get(`matrix:${user}`);
-          stream = `matrix:${user}`;
+        if (user === undefined) {
+          const asked = await this.options.botUser(signal);
+          since = await this.options.tokens.get(streamOf(asked));
+          user = asked;
         }
-        const batch = parseSync(await this.options.client.sync(since, since === undefined ? 0 : (this.options.pollMs ?? POLL_MS), since === undefined ? FIRST_SYNC_FILTER : SYNC_FILTER, signal));
-        if (since === undefined) this.options.logger.info('matrix: first sync of this account; messages sent before it are not answered');
-        else await this.take(batch, since, stream.slice('matrix:'.length));
+        const first = since === undefined;
+        const batch = parseSync(await this.options.client.sync(since, first ? 0 : (this.options.pollMs ?? POLL_MS), first ? FIRST_SYNC_FILTER : SYNC_FILTER, signal));
+        if (first) this.options.logger.info('matrix: first sync of this account; messages sent before it are not answered');
+        else await this.take(batch, since!, user);
+        // Stopped after the batch was taken: its token stays unstored, and the next start reads it again (as duplicates).
         if (this.stopped) return;
-        if (!(await this.options.tokens.advance(stream, since, batch.nextBatch))) {
+        if (!(await this.options.tokens.advance(streamOf(user), since, batch.nextBatch))) {
           // Another instance read on meanwhile (this one lost the sync lease): go on from where it got.
           this.options.logger.warn('matrix: the sync token was advanced elsewhere; reading on from the stored one');
-          since = await this.options.tokens.get(stream);
+          since = await this.options.tokens.get(streamOf(user));
           continue;
         }
         since = batch.nextBatch;
@@ -132,6 +134,7 @@ export class MatrixSyncRun {
   private async takeRoom(room: SyncedRoom, since: string, botUser: string): Promise<void> {
     const missed = room.limited && room.prevBatch !== undefined ? await this.gap(room.roomId, room.prevBatch, since) : [];
     for (const event of [...missed, ...room.events]) {
+      // The rest of the batch waits for the next start: its token is not stored.
       if (this.stopped) throw new Error('stopped');
       const outcome = matrixInbound(room.roomId, event, botUser);
       if (outcome.kind === 'message') await this.options.hand(outcome.message, this.controller.signal);
@@ -162,4 +165,9 @@ export class MatrixSyncRun {
       'matrix: an end-to-end encrypted event was not read and is not answered: threadline cannot decrypt (it has no Matrix crypto); use a room without encryption',
     );
   }
+}
+
+/** The name of an account's stream in the store: a new account (another token's) starts afresh. */
+function streamOf(user: string): string {
+  return `matrix:${user}`;
 }
