@@ -1,8 +1,9 @@
 /**
  * `threadline doctor`: what start-up needs, checked without starting: the configuration, the
  * data dir and its lock, the store, the shared Redis when one is set, the Matrix access token
- * when one is set, where telemetry goes, and the context manager. One line per check (a warning marked `!`); exit 1 if any fails.
- * It holds the data-dir lock only while it checks, and writes nothing to Redis.
+ * when one is set, where telemetry goes, and the context manager. One line per check (a
+ * warning marked `!`); exit 1 if any fails. It holds the data-dir lock only while it checks,
+ * and writes nothing to Redis.
  */
 import { existsSync, mkdirSync, mkdtempSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
