@@ -10,6 +10,7 @@ export type SettingGroup =
   | 'redis'
   | 'webhook'
   | 'telegram'
+  | 'matrix'
   | 'slack'
   | 'discord'
   | 'turns'
@@ -27,6 +28,7 @@ export const SETTING_GROUPS: Readonly<Record<SettingGroup, string>> = {
   redis: 'Several instances on Redis',
   webhook: 'Webhook platform',
   telegram: 'Telegram',
+  matrix: 'Matrix',
   slack: 'Slack',
   discord: 'Discord',
   turns: 'Turns, deliveries and the outbox',
@@ -272,6 +274,31 @@ export const SETTINGS = {
     max: 60_000,
     description:
       'in groups and channels, the least time between two edits of the live message of an answer being written (Telegram allows about 20 a minute in a group); `0`: no live messages there',
+  },
+
+  // Matrix
+  THREADLINE_MATRIX_HOMESERVER_URL: {
+    kind: 'url',
+    group: 'matrix',
+    default: undefined,
+    description: "the homeserver's client-server API root (`https://matrix.example.org`); with the access token, enables Matrix",
+  },
+  THREADLINE_MATRIX_ACCESS_TOKEN: {
+    kind: 'text',
+    group: 'matrix',
+    default: undefined,
+    secret: true,
+    format: "the bot account's access token",
+    description: 'with the homeserver URL, enables Matrix: `/sync` for messages (on one instance at a time), the client-server API for answers',
+  },
+  THREADLINE_MATRIX_EDIT_INTERVAL_MS: {
+    kind: 'integer',
+    group: 'matrix',
+    default: 2_000,
+    min: 0,
+    max: 60_000,
+    description:
+      "the least time between two edits (`m.replace`) of the live message that shows an answer as it is written, in its thread (Synapse's default `rc_message` allows a burst of 10 messages, then one every 5 s); `0`: no live messages",
   },
 
   // Slack
@@ -751,7 +778,7 @@ export const SETTINGS = {
     kind: 'text',
     group: 'tools',
     default: undefined,
-    defaultText: '`webhook`, and `telegram` and `slack` when their bot tokens are set',
+    defaultText: '`webhook`, and `telegram`, `slack` and `matrix` when their tokens are set',
     format: 'comma-separated platform names',
     description:
       "the platforms `threadline send` may address. The gateway sets it for the commands it runs to the platforms it enabled, since their environment holds no token to tell by; set it yourself for a script run outside the gateway",

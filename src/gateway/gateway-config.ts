@@ -26,6 +26,14 @@ export interface SlackConfig {
   readonly liveEditMs: number;
 }
 
+export interface MatrixConfig {
+  /** The client-server API root, without a trailing slash. */
+  readonly homeserverUrl: string;
+  readonly accessToken: string;
+  /** THREADLINE_MATRIX_EDIT_INTERVAL_MS. */
+  readonly liveEditMs: number;
+}
+
 export interface DiscordConfig {
   readonly botToken: string;
   /** The REST root without its version; the Gateway URL comes from its GET /gateway/bot. */
@@ -65,6 +73,8 @@ export interface GatewayConfig {
   readonly telegram: TelegramConfig | undefined;
   /** Present when THREADLINE_SLACK_BOT_TOKEN is set. */
   readonly slack: SlackConfig | undefined;
+  /** Present when THREADLINE_MATRIX_HOMESERVER_URL and THREADLINE_MATRIX_ACCESS_TOKEN are set. */
+  readonly matrix: MatrixConfig | undefined;
   /** Present when THREADLINE_DISCORD_BOT_TOKEN is set. */
   readonly discord: DiscordConfig | undefined;
   /** THREADLINE_ADMINS: who may run admin commands (/sethome); unset, nobody. */
@@ -122,6 +132,7 @@ export function readGatewayConfig(env: NodeJS.ProcessEnv = process.env): Gateway
     },
     telegram: telegramConfig(env),
     slack: slackConfig(env),
+    matrix: readMatrixConfig(env),
     discord: discordConfig(env),
     admins: adminsOf(env),
     inboundBaggage: parseKeepBaggage(readText(env, 'THREADLINE_INBOUND_BAGGAGE')),
@@ -276,6 +287,22 @@ function slackConfig(env: NodeJS.ProcessEnv): SlackConfig | undefined {
     throw new ConfigError('THREADLINE_SLACK_SIGNING_SECRET', "is required with a Slack bot token: copy it from the app's Basic Information page");
   }
   return { botToken, signingSecret, apiUrl, threadTopLevel, liveEditMs };
+}
+
+/** The Matrix settings, or undefined when neither is set; `threadline doctor` reads them alone. */
+export function readMatrixConfig(env: NodeJS.ProcessEnv): MatrixConfig | undefined {
+  // All read before the credentials decide: a bad value is refused even with Matrix off.
+  const homeserverUrl = readUrl(env, 'THREADLINE_MATRIX_HOMESERVER_URL')?.replace(/\/+$/, '');
+  const accessToken = readText(env, 'THREADLINE_MATRIX_ACCESS_TOKEN');
+  const liveEditMs = readInteger(env, 'THREADLINE_MATRIX_EDIT_INTERVAL_MS');
+  if (homeserverUrl === undefined && accessToken === undefined) return undefined;
+  if (homeserverUrl === undefined) {
+    throw new ConfigError('THREADLINE_MATRIX_HOMESERVER_URL', "is required with a Matrix access token: the homeserver's client-server API root, such as https://matrix.example.org");
+  }
+  if (accessToken === undefined) {
+    throw new ConfigError('THREADLINE_MATRIX_ACCESS_TOKEN', "is required with a Matrix homeserver URL: the bot account's access token (docs/platforms.md says how to get one)");
+  }
+  return { homeserverUrl, accessToken, liveEditMs };
 }
 
 function discordConfig(env: NodeJS.ProcessEnv): DiscordConfig | undefined {

@@ -12,6 +12,7 @@ import type { Tool } from '../tools/tool.js';
 import { connectMcpServers } from '../tools/mcp/connect-mcp-servers.js';
 import { parseMcpServers, type McpServerConfig } from '../tools/mcp/mcp-servers-config.js';
 import type { Platform } from '../platforms/platform.js';
+import { MatrixPlatform } from '../platforms/matrix/matrix-platform.js';
 import { SlackPlatform } from '../platforms/slack/slack-platform.js';
 import { TelegramPlatform } from '../platforms/telegram/telegram-platform.js';
 import { WebhookPlatform } from '../platforms/webhook/webhook-platform.js';
@@ -128,6 +129,11 @@ async function assembleGateway(
     platforms.push(new TelegramPlatform({ ...config.telegram, logger, keepBaggage: config.inboundBaggage, ...pollingLease }));
   }
   if (config.slack !== undefined) platforms.push(new SlackPlatform({ ...config.slack, logger, keepBaggage: config.inboundBaggage }));
+  if (config.matrix !== undefined) {
+    // One /sync loop at a time: two would take each batch twice and move the token under each other.
+    const syncLease = backend === undefined ? {} : { syncLease: backend.leases };
+    platforms.push(new MatrixPlatform({ ...config.matrix, logger, keepBaggage: config.inboundBaggage, syncTokens: store.syncTokens, ...syncLease }));
+  }
   if (config.discord !== undefined) {
     // Loaded only when on: its libraries take a quarter of a second to load.
     const { DiscordPlatform } = await import('../platforms/discord/discord-platform.js');

@@ -9,6 +9,7 @@ import { processOperations } from './sqlite-processes.js';
 import type { Retention } from './retention.js';
 import { pruner } from './sqlite-prune.js';
 import { scheduleOperations } from './sqlite-schedules.js';
+import { syncTokenOperations } from './sqlite-sync-tokens.js';
 
 // Where callers found them before the statements were split by table.
 export { openDatabase, openReadOnlyDatabase, type ReadOnlyDatabase } from './sqlite-database.js';
@@ -32,6 +33,7 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
     ...scheduleOperations(db),
     ...historyOperations(db),
     ...callOperations(db),
+    ...syncTokenOperations(db),
   };
 }
 
@@ -59,4 +61,5 @@ export const READ_OPERATIONS: ReadonlySet<OperationName> = new Set<OperationName
   'overdueSchedules',
   'recentHistory',
   'recordedCall',
+  'getSyncToken',
 ]);

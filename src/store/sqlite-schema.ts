@@ -156,6 +156,13 @@ CREATE TABLE IF NOT EXISTS conversations (
   key TEXT PRIMARY KEY,
   epoch INTEGER NOT NULL
 );
+-- Where each platform event stream read by position (Matrix's /sync) was read up to. Made by
+-- every writable open, so an older store gains it without a new schema version; read-only
+-- readers never ask for it.
+CREATE TABLE IF NOT EXISTS sync_tokens (
+  stream TEXT PRIMARY KEY,
+  token TEXT NOT NULL
+);
 ${TOOL_TABLES}`;
 
 /** The layout SCHEMA describes, kept in `PRAGMA user_version`; stores below it are moved over first. */

@@ -38,6 +38,7 @@ import {
   type ScheduleState,
   type ScheduleTable,
   type Store,
+  type SyncTokens,
   type UnreportedProcess,
 } from './store.js';
 
@@ -66,6 +67,7 @@ export class SqliteStore implements Store {
   readonly schedules: ScheduleTable;
   readonly history: HistoryLog;
   readonly calls: CallResults;
+  readonly syncTokens: SyncTokens;
 
   private constructor(
     private readonly thread: SqliteConnection,
@@ -79,6 +81,7 @@ export class SqliteStore implements Store {
     this.schedules = scheduleTable(thread);
     this.history = historyLog(thread);
     this.calls = callResults(thread);
+    this.syncTokens = syncTokens(thread);
   }
 
   /** Opens the store, creating it and its directory if needed; TL_STORE_FAILED says why it cannot. */
@@ -283,6 +286,13 @@ function homeChannels(thread: SqliteConnection): HomeChannels {
       return json.startsWith('{') ? (JSON.parse(json) as Destination) : parseDestination(json);
     },
     set: (destination) => thread.call('setHome', destination.platform, formatDestination(destination)),
+  };
+}
+
+function syncTokens(thread: SqliteConnection): SyncTokens {
+  return {
+    get: (stream) => thread.call('getSyncToken', stream),
+    advance: (stream, previous, token) => thread.call('advanceSyncToken', stream, previous ?? null, token),
   };
 }
 

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { ThreadlineError, messageOf } from '../errors.js';
-import type { AnyStore, CallResults, Conversations, HistoryLog, HomeChannels, MessageLog, OutboxStore, ProcessTable, ScheduleTable } from './store.js';
+import type { AnyStore, CallResults, Conversations, HistoryLog, HomeChannels, MessageLog, OutboxStore, ProcessTable, ScheduleTable, SyncTokens } from './store.js';
 
 type Kind = 'read' | 'write';
 
@@ -31,6 +31,7 @@ export const STORE_METHODS = {
   schedules: { add: 'write', due: 'read', nextAt: 'read', all: 'read', ofDestination: 'read', get: 'read', advance: 'write', remove: 'write', overdue: 'read' },
   history: { append: 'write', mirror: 'write', recent: 'read' },
   calls: { get: 'read', record: 'write' },
+  syncTokens: { get: 'read', advance: 'write' },
 } as const satisfies {
   messages: Record<keyof MessageLog, Kind>;
   outbox: Record<keyof OutboxStore, Kind>;
@@ -40,6 +41,7 @@ export const STORE_METHODS = {
   schedules: Record<keyof ScheduleTable, Kind>;
   history: Record<keyof HistoryLog, Kind>;
   calls: Record<keyof CallResults, Kind>;
+  syncTokens: Record<keyof SyncTokens, Kind>;
 };
 
 export type StoreTable = keyof typeof STORE_METHODS;
@@ -78,6 +80,7 @@ export class StoreWrites {
       schedules: table('schedules'),
       history: table('history'),
       calls: table('calls'),
+      syncTokens: table('syncTokens'),
       location: store.location,
       probeWrite: () => this.observe(store.probeWrite(), store.location),
       close: () => store.close(),

@@ -26,6 +26,8 @@ export interface Store<O extends OutboxRecords = OutboxStore> {
    * of memory): once a write failed, readiness asks it whether writes succeed again.
    */
   probeWrite(): Promise<void>;
+  /** Where a platform's event stream was read up to (Matrix's `/sync` token). */
+  readonly syncTokens: SyncTokens;
   close(): Promise<void>;
 }
 
@@ -190,6 +192,22 @@ export interface DeliveryState {
 export interface HomeChannels {
   get(platform: string): Promise<Destination | undefined>;
   set(destination: Destination): Promise<void>;
+}
+
+/**
+ * Where each platform event stream that is read by position (Matrix's `/sync` `next_batch`) was
+ * read up to, by stream name: advanced only once what was read before it is accepted, so a
+ * restart reads on from there, neither losing nor repeating events. Compare-and-set: a reader
+ * that lost the stream to another instance cannot move it back.
+ */
+export interface SyncTokens {
+  /** The stored token of `stream`; undefined when none was stored yet. */
+  get(stream: string): Promise<string | undefined>;
+  /**
+   * Stores `token` for `stream` when the stored one is still `previous` (undefined: none stored
+   * yet) and answers true; otherwise changes nothing and answers false.
+   */
+  advance(stream: string, previous: string | undefined, token: string): Promise<boolean>;
 }
 
 /**

@@ -15,6 +15,19 @@ export {
 export { FakeDiscord, FAKE_DISCORD_BOT, FAKE_DISCORD_GUILD, type DiscordSent, type DiscordShown, type DiscordEdit, type DiscordFileSent, type DiscordCall, type DiscordUserMessage, type DiscordSlashCommand, type DiscordInteractionAnswer, type DiscordFailure, type FakeDiscordOptions } from './fake-discord.js';
 export { FakeDiscordGateway, type FakeGatewayStats } from './fake-discord-gateway.js';
 export { FakeSlack, type SlackSent, type SlackFileSent, type SlackStatus, type SlackUpdate, type SlackMessage } from './fake-slack.js';
+export {
+  FakeMatrix,
+  FAKE_MATRIX_SERVER,
+  type MatrixSent,
+  type MatrixEdit,
+  type MatrixFileSent,
+  type MatrixTyping,
+  type MatrixShown,
+  type MatrixCall,
+  type MatrixEndpoint,
+  type MatrixFailure,
+  type FakeMatrixOptions,
+} from './fake-matrix.js';
 export { ManualClock, type Clock } from '../tools/clock.js';
 export type { Tool, ToolResult, ToolCall } from '../tools/tool.js';
 export { FakeOpenAI, MAX_RECORDED_REQUESTS, type FakeChatRequest, type FakeCompletion, type FakeOpenAIScript, type FakeAnswerOptions, type FakeToolCall, type FakeStreamedAnswer } from './fake-openai.js';

@@ -16,6 +16,7 @@ import { ThreadlineError } from '../errors.js';
 import { createLogger } from '../telemetry/logger.js';
 import { slackSignature } from '../platforms/slack/slack-signature.js';
 import { DeliveryReceiver } from './delivery-receiver.js';
+import { FakeMatrix } from './fake-matrix.js';
 import { FakeDiscord } from './fake-discord.js';
 import { FakeSlack } from './fake-slack.js';
 import { FakeTelegram } from './fake-telegram.js';
@@ -33,6 +34,8 @@ export interface TestGatewayOptions {
   readonly telegram?: boolean | 'polling';
   /** Enable Slack against a local fake Web API. */
   readonly slack?: boolean;
+  /** Enable Matrix against a local fake homeserver; started once the bot's /sync reads on from a stored token. */
+  readonly matrix?: boolean;
   /** Enable Discord against a local fake (REST API and Gateway); started once the bot is connected. */
   readonly discord?: boolean;
   /**
@@ -62,6 +65,7 @@ export const TEST_SECRETS = {
   slackBotToken: 'xoxb-test',
   slackSigningSecret: 'slack-signing-secret',
   webhookToken: 'test-webhook-token-0123456789',
+  matrixAccessToken: 'matrix-test-token',
   discordBotToken: 'discord-test-token',
 } as const;
 
@@ -82,6 +86,8 @@ export interface TestGateway {
   readonly receiver: DeliveryReceiver;
   readonly telegram: FakeTelegram | undefined;
   readonly slack: FakeSlack | undefined;
+  /** The fake homeserver: `matrix.postMessage()` writes into a room or thread as a user; what the bot sent is recorded. */
+  readonly matrix: FakeMatrix | undefined;
   /** The fake Discord: `discord.userMessage()` writes as a user, what the bot sent is recorded. */
   readonly discord: FakeDiscord | undefined;
   readonly telemetry: TestTelemetry;
@@ -161,6 +167,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const receiver = await DeliveryReceiver.start();
   const telegram = options.telegram ? await FakeTelegram.start() : undefined;
   const slack = options.slack ? await FakeSlack.start() : undefined;
+  const matrix = options.matrix ? await FakeMatrix.start({ accessToken: TEST_SECRETS.matrixAccessToken }) : undefined;
   const discord = options.discord ? await FakeDiscord.start({ token: TEST_SECRETS.discordBotToken }) : undefined;
   const dataDir = mkdtempSync(join(tmpdir(), 'threadline-test-'));
   const webhookToken = options.webhookToken === true ? TEST_SECRETS.webhookToken : options.webhookToken;
@@ -180,6 +187,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
           THREADLINE_SLACK_SIGNING_SECRET: TEST_SECRETS.slackSigningSecret,
           THREADLINE_SLACK_API_URL: slack.apiUrl,
         }),
+    ...(matrix === undefined ? {} : { THREADLINE_MATRIX_HOMESERVER_URL: matrix.homeserverUrl, THREADLINE_MATRIX_ACCESS_TOKEN: TEST_SECRETS.matrixAccessToken }),
     ...(discord === undefined
       ? {}
       : {
@@ -201,11 +209,15 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   });
   const clock = options.clock === 'manual' ? new ManualClock() : undefined;
   const logger = createLogger({ level: process.env['THREADLINE_LOG_LEVEL'] ?? 'silent' });
+  const startOnly = () =>
+    startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}), ...(clock ? { clock } : {}), ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}), ...(options.tools ? { tools: options.tools } : {}) });
   const start = async () => {
+    const syncs = matrix?.sinceSyncs ?? 0;
     const sessions = discord?.sessionsStarted ?? 0;
-    const started = await startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}), ...(clock ? { clock } : {}), ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}), ...(options.tools ? { tools: options.tools } : {}) });
-    // Messages written before the bot is connected would never reach it, as on Discord.
-    await discord?.connected(sessions).catch(async (error: unknown) => {
+    const started = await startOnly();
+    // Messages written before the first sync would be history, which a bot's first sync skips;
+    // messages written before the bot is connected would never reach it, as on Discord.
+    await Promise.all([matrix?.waitForSinceSyncs(syncs + 1), discord?.connected(sessions)]).catch(async (error: unknown) => {
       await started.stop();
       throw error;
     });
@@ -256,6 +268,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     },
     telegram,
     slack,
+    matrix,
     discord,
     send: (message, headers = {}) =>
       post('/v1/messages', JSON.stringify(message), webhookToken === undefined || 'authorization' in headers ? headers : { authorization: `Bearer ${webhookToken}`, ...headers }),
@@ -306,7 +319,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     },
     stop: async () => {
       await running.stop();
-      await Promise.all([receiver.close(), telegram?.close(), slack?.close(), discord?.close()]);
+      await Promise.all([receiver.close(), telegram?.close(), slack?.close(), matrix?.close(), discord?.close()]);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -50,6 +50,7 @@ function withBookkeeping(store: Store, write: BookkeepingWrite): Store {
     calls: store.calls,
     location: store.location,
     probeWrite: () => store.probeWrite(),
+    syncTokens: store.syncTokens,
     close: () => store.close(),
   };
 }
@@ -318,6 +319,7 @@ describe('Gateway stop', () => {
       calls: store.calls,
       location: store.location,
       probeWrite: () => store.probeWrite(),
+      syncTokens: store.syncTokens,
       close: () => store.close(),
     };
     const gateway = gatewayWith(counted, [], [], { metrics });

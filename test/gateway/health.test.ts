@@ -61,6 +61,7 @@ async function probedGateway(): Promise<{ gateway: Gateway; app: FastifyInstance
     calls: sqlite.calls,
     location: sqlite.location,
     probeWrite: () => sqlite.probeWrite(),
+    syncTokens: sqlite.syncTokens,
     close: () => sqlite.close(),
   };
   const config = readGatewayConfig({ THREADLINE_DATA_DIR: tempDir() });
@@ -122,6 +123,7 @@ function fullDiskStore(sqlite: SqliteStore): { store: AnyStore; fill(full: boole
     schedules: table('schedules'),
     history: table('history'),
     calls: table('calls'),
+    syncTokens: table('syncTokens'),
     location: sqlite.location,
     probeWrite: () => (full ? refused() : sqlite.probeWrite()),
     close: () => sqlite.close(),

@@ -2,7 +2,7 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { slackSignature } from '../../src/platforms/slack/slack-signature.js';
-import { DeliveryReceiver, FakeDiscord, FakeSlack, FakeTelegram } from '../../src/testing/index.js';
+import { DeliveryReceiver, FakeDiscord, FakeMatrix, FakeSlack, FakeTelegram } from '../../src/testing/index.js';
 import { startLocalServer, type LocalServer } from '../../src/testing/local-server.js';
 import { until } from '../helpers/gateway.js';
 import { isolatedEnv, runGatewayProcess } from '../helpers/gateway-process.js';
@@ -21,6 +21,7 @@ const SECRETS = {
   telegramWebhookSecret: 'tg-webhook-secret-7Q2xV9',
   slackBotToken: 'xoxb-1111-2222-slackBotTokenSecret',
   slackSigningSecret: 'slack-signing-secret-K8pL3m',
+  matrixAccessToken: 'syt_matrixAccessTokenSecret_Q9wE3r',
   webhookBearer: 'webhook-bearer-secret-Z4nR6t',
   deliveryPassword: 'delivery-password-M1wQ8s',
   deliveryQueryToken: 'delivery-query-token-B5yH2k',
@@ -36,7 +37,7 @@ const TOKEN_TAIL = SECRETS.telegramToken.split(':')[1]!;
 /** The HMAC part of the Discord token. */
 const DISCORD_TOKEN_TAIL = SECRETS.discordBotToken.split('.')[2]!;
 /** Chat ids that hmac mode must keep out of the logs. */
-const CHATS = { webhook: 'plain-chat-id-webhook-42', telegram: -1009876543210, slack: 'CPLAINSLACK42', discord: '1234567890123456789' };
+const CHATS = { webhook: 'plain-chat-id-webhook-42', telegram: -1009876543210, slack: 'CPLAINSLACK42', matrix: '!plainMatrixRoom42:fake.local', discord: '1234567890123456789' };
 
 interface Run {
   readonly output: string;
@@ -48,11 +49,12 @@ type Exporter = 'file' | 'http/json' | 'http/protobuf';
 
 async function runGateway(exporter: Exporter): Promise<Run> {
   const dataDir = join(tempDir(), exporter.replace('/', '-'));
-  const [telegram, slack, discord, receiver] = await Promise.all([
+  const [telegram, slack, receiver, matrix, discord] = await Promise.all([
     FakeTelegram.start(),
     FakeSlack.start(),
-    FakeDiscord.start({ token: SECRETS.discordBotToken }),
     DeliveryReceiver.start(),
+    FakeMatrix.start({ accessToken: SECRETS.matrixAccessToken }),
+    FakeDiscord.start({ token: SECRETS.discordBotToken }),
   ]);
   const otlpBodies: Buffer[] = [];
   const otlp: LocalServer = await startLocalServer((request) => {
@@ -77,6 +79,8 @@ async function runGateway(exporter: Exporter): Promise<Run> {
     THREADLINE_SLACK_BOT_TOKEN: SECRETS.slackBotToken,
     THREADLINE_SLACK_SIGNING_SECRET: SECRETS.slackSigningSecret,
     THREADLINE_SLACK_API_URL: slack.apiUrl,
+    THREADLINE_MATRIX_HOMESERVER_URL: matrix.homeserverUrl,
+    THREADLINE_MATRIX_ACCESS_TOKEN: SECRETS.matrixAccessToken,
     THREADLINE_DISCORD_BOT_TOKEN: SECRETS.discordBotToken,
     THREADLINE_DISCORD_API_ROOT: discord.apiRoot,
     ...(exporter === 'file'
@@ -88,10 +92,10 @@ async function runGateway(exporter: Exporter): Promise<Run> {
         }),
   });
   const { output, code } = await runGatewayProcess(env, async (base, soFar) => {
-    await exercise(base, { telegram, slack, discord, receiver });
-    await until(() => count(soFar(), 'delivery failed for good') >= 4, 15_000);
+    await exercise(base, { telegram, slack, receiver, matrix, discord });
+    await until(() => count(soFar(), 'delivery failed for good') >= 5, 15_000);
   });
-  await Promise.all([telegram.close(), slack.close(), discord.close(), receiver.close(), otlp.close()]);
+  await Promise.all([telegram.close(), slack.close(), receiver.close(), otlp.close(), matrix.close(), discord.close()]);
   const files = readdirSync(dataDir)
     .map((name) => join(dataDir, name))
     .filter((path) => statSync(path).isFile())
@@ -100,14 +104,16 @@ async function runGateway(exporter: Exporter): Promise<Run> {
 }
 
 /** Real sends through every platform, two each: one fails for good (an error logged), one gets through. */
-async function exercise(base: string, fakes: { telegram: FakeTelegram; slack: FakeSlack; discord: FakeDiscord; receiver: DeliveryReceiver }): Promise<void> {
+async function exercise(base: string, fakes: { telegram: FakeTelegram; slack: FakeSlack; receiver: DeliveryReceiver; matrix: FakeMatrix; discord: FakeDiscord }): Promise<void> {
   const post = (path: string, body: object, headers: Record<string, string>) =>
     fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   fakes.receiver.failNext(1, 400);
   fakes.telegram.failNext(1, 400);
   fakes.slack.refuseNext('channel_not_found');
+  fakes.matrix.failNext(1, { status: 403, errcode: 'M_FORBIDDEN' });
   fakes.discord.failNext(1, { status: 403, code: 50013 });
-  await fakes.discord.connected(0, 15_000);
+  // What was written before the bot's first sync is history, which it does not answer; Discord keeps nothing for a bot not connected.
+  await Promise.all([fakes.matrix.waitForSinceSyncs(1, 15_000), fakes.discord.connected(0, 15_000)]);
   const bearer = { authorization: `Bearer ${SECRETS.webhookBearer}` };
   // A caller that put its token in the query: refused, and the query is in no span.
   expect((await post(`/v1/messages?token=${SECRETS.inboundQueryToken}`, { chat_id: CHATS.webhook, text: 'x' }, {})).status).toBe(401);
@@ -121,6 +127,7 @@ async function exercise(base: string, fakes: { telegram: FakeTelegram; slack: Fa
     const timestamp = String(Math.floor(Date.now() / 1000));
     const signature = slackSignature(SECRETS.slackSigningSecret, timestamp, raw);
     expect((await post('/v1/slack/events', event, { 'x-slack-request-timestamp': timestamp, 'x-slack-signature': signature })).status).toBe(200);
+    fakes.matrix.postMessage(CHATS.matrix, `matrix ${n}`, { threadRoot: '$plainMatrixThread' });
     fakes.discord.userMessage({ channelId: CHATS.discord, content: `discord ${n}` });
   }
   // A slash command over the Gateway: its answer goes to a route that holds the interaction's token.
@@ -128,7 +135,10 @@ async function exercise(base: string, fakes: { telegram: FakeTelegram; slack: Fa
   interactionTokens.push(command.token);
   fakes.discord.dispatchInteraction(command);
   await until(() => fakes.discord.interactionAnswers.length === 1, 15_000);
-  await until(() => fakes.receiver.received.length >= 1 && fakes.telegram.sent.length >= 1 && fakes.slack.sent.length >= 1 && fakes.discord.sent.length >= 1, 15_000);
+  await until(
+    () => fakes.receiver.received.length >= 1 && fakes.telegram.sent.length >= 1 && fakes.slack.sent.length >= 1 && fakes.matrix.sent.length >= 1 && fakes.discord.sent.length >= 1,
+    15_000,
+  );
 }
 
 /** Interaction tokens the runs used: each a secret for 15 minutes, in the path of the route its answer goes to. */
@@ -146,7 +156,7 @@ describe.each<Exporter>(['file', 'http/json', 'http/protobuf'])('no secret in an
 
   it('ran: started, sent through every platform, logged the failures, stopped cleanly', () => {
     expect(run.code, run.output).toBe(0);
-    expect(count(run.output, 'delivery failed for good')).toBeGreaterThanOrEqual(4);
+    expect(count(run.output, 'delivery failed for good')).toBeGreaterThanOrEqual(5);
     // Spans were written: the Telegram client span's URL, redacted.
     expect(run.written.includes('/bot<redacted>/sendMessage')).toBe(true);
   });
@@ -174,7 +184,10 @@ describe.each<Exporter>(['file', 'http/json', 'http/protobuf'])('no secret in an
   it('logs carry pseudonyms in hmac mode, not the chat id', () => {
     const logs = run.output.split('\n').filter((line) => line.startsWith('{'));
     expect(logs.length).toBeGreaterThan(0);
-    for (const chat of Object.values(CHATS)) expect(logs.filter((line) => line.includes(String(chat)))).toEqual([]);
+    // As written, and percent-encoded as in a URL's path (a Matrix room id is one).
+    for (const chat of Object.values(CHATS)) {
+      for (const form of new Set([String(chat), encodeURIComponent(String(chat))])) expect(logs.filter((line) => line.includes(form))).toEqual([]);
+    }
     expect(logs.some((line) => /"chat\.id":"h_[\w-]{22}"/.test(line))).toBe(true);
   });
 });

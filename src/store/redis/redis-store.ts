@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { CallResults, Conversations, HistoryLog, HomeChannels, MessageLog, OutboxRecords, ProcessTable, ScheduleTable, Store } from '../store.js';
+import type { CallResults, Conversations, HistoryLog, HomeChannels, MessageLog, OutboxRecords, ProcessTable, ScheduleTable, Store, SyncTokens } from '../store.js';
 import { redisCallResults } from './redis-calls.js';
 import { redisConversations } from './redis-conversations.js';
 import { redisHistoryLog } from './redis-history.js';
@@ -9,6 +9,7 @@ import { redisMessageLog } from './redis-messages.js';
 import { redisProcessTable, type NoticeStates } from './redis-processes.js';
 import { redisScheduleTable } from './redis-schedules.js';
 import { guarded } from './redis-scripts.js';
+import { redisSyncTokens } from './redis-sync-tokens.js';
 
 /** What a RedisStore is made of; it owns none of it but `close`. */
 export interface RedisStoreParts {
@@ -40,6 +41,7 @@ export class RedisStore implements Store<OutboxRecords> {
   readonly history: HistoryLog;
   readonly calls: CallResults;
   readonly location: string;
+  readonly syncTokens: SyncTokens;
   private closing: Promise<void> | undefined;
 
   private constructor(private readonly parts: RedisStoreParts) {
@@ -54,6 +56,7 @@ export class RedisStore implements Store<OutboxRecords> {
     this.calls = redisCallResults(redis, keys);
     // The URL may hold a password: the prefix says which deployment's keys these are.
     this.location = `Redis, keys under ${keys.prefix}:`;
+    this.syncTokens = redisSyncTokens(redis, keys);
   }
 
   /** A store on `parts.redis`; nothing is read until a table is used. */
