@@ -128,5 +128,6 @@ function sendPlatforms(env: NodeJS.ProcessEnv): ReadonlySet<string> {
   const names = ['webhook'];
   if (isSet(env, 'THREADLINE_TELEGRAM_BOT_TOKEN')) names.push('telegram');
   if (isSet(env, 'THREADLINE_SLACK_BOT_TOKEN')) names.push('slack');
+  if (isSet(env, 'THREADLINE_MATTERMOST_TOKEN')) names.push('mattermost');
   return new Set(names);
 }

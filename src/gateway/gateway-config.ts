@@ -25,6 +25,17 @@ export interface SlackConfig {
   readonly liveEditMs: number;
 }
 
+export interface MattermostConfig {
+  /** The server's address, without a trailing slash. */
+  readonly url: string;
+  readonly token: string;
+  readonly threadTopLevel: boolean;
+  /** THREADLINE_MATTERMOST_EDIT_INTERVAL_MS. */
+  readonly liveEditMs: number;
+  /** THREADLINE_MATTERMOST_CATCH_UP_MS. */
+  readonly catchUpMs: number;
+}
+
 /** Several instances sharing one Redis (THREADLINE_REDIS_URL and the settings beside it). */
 export interface RedisConfig {
   /** May hold a password: show it through redactRedisUrl (src/config/redis-url.ts), never as it is. */
@@ -52,6 +63,8 @@ export interface GatewayConfig {
   readonly telegram: TelegramConfig | undefined;
   /** Present when THREADLINE_SLACK_BOT_TOKEN is set. */
   readonly slack: SlackConfig | undefined;
+  /** Present when THREADLINE_MATTERMOST_URL and THREADLINE_MATTERMOST_TOKEN are set. */
+  readonly mattermost: MattermostConfig | undefined;
   /** THREADLINE_ADMINS: who may run admin commands (/sethome); unset, nobody. */
   readonly admins: Admins;
   /** THREADLINE_INBOUND_BAGGAGE: the foreign inbound baggage every platform keeps; default none. */
@@ -107,6 +120,7 @@ export function readGatewayConfig(env: NodeJS.ProcessEnv = process.env): Gateway
     },
     telegram: telegramConfig(env),
     slack: slackConfig(env),
+    mattermost: mattermostConfig(env),
     admins: adminsOf(env),
     inboundBaggage: parseKeepBaggage(readText(env, 'THREADLINE_INBOUND_BAGGAGE')),
     concurrency: readInteger(env, 'THREADLINE_CONCURRENCY'),
@@ -260,4 +274,17 @@ function slackConfig(env: NodeJS.ProcessEnv): SlackConfig | undefined {
     throw new ConfigError('THREADLINE_SLACK_SIGNING_SECRET', "is required with a Slack bot token: copy it from the app's Basic Information page");
   }
   return { botToken, signingSecret, apiUrl, threadTopLevel, liveEditMs };
+}
+
+function mattermostConfig(env: NodeJS.ProcessEnv): MattermostConfig | undefined {
+  // All read before the credentials decide: a bad value is refused even with Mattermost off.
+  const url = readUrl(env, 'THREADLINE_MATTERMOST_URL')?.replace(/\/+$/, '');
+  const token = readText(env, 'THREADLINE_MATTERMOST_TOKEN');
+  const threadTopLevel = readFlag(env, 'THREADLINE_MATTERMOST_THREAD_TOP_LEVEL');
+  const liveEditMs = readInteger(env, 'THREADLINE_MATTERMOST_EDIT_INTERVAL_MS');
+  const catchUpMs = readInteger(env, 'THREADLINE_MATTERMOST_CATCH_UP_MS');
+  if (url === undefined && token === undefined) return undefined;
+  if (url === undefined) throw new ConfigError('THREADLINE_MATTERMOST_URL', "is required with a Mattermost token: the server's address, such as https://chat.example.com");
+  if (token === undefined) throw new ConfigError('THREADLINE_MATTERMOST_TOKEN', "is required with a Mattermost URL: the bot account's access token");
+  return { url, token, threadTopLevel, liveEditMs, catchUpMs };
 }
