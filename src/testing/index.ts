@@ -12,6 +12,17 @@ export {
   type TelegramMessage,
   type TelegramCall,
 } from './fake-telegram.js';
+export {
+  FakeMattermost,
+  fakeMattermostId,
+  type FakeMattermostOptions,
+  type MattermostPost,
+  type MattermostSent,
+  type MattermostEdit,
+  type MattermostTyping,
+  type MattermostFile,
+  type MattermostCall,
+} from './fake-mattermost.js';
 export { FakeSlack, type SlackSent, type SlackFileSent, type SlackStatus, type SlackUpdate, type SlackMessage } from './fake-slack.js';
 export { ManualClock, type Clock } from '../tools/clock.js';
 export type { Tool, ToolResult, ToolCall } from '../tools/tool.js';

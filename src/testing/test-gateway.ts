@@ -16,6 +16,7 @@ import { ThreadlineError } from '../errors.js';
 import { createLogger } from '../telemetry/logger.js';
 import { slackSignature } from '../platforms/slack/slack-signature.js';
 import { DeliveryReceiver } from './delivery-receiver.js';
+import { FakeMattermost } from './fake-mattermost.js';
 import { FakeSlack } from './fake-slack.js';
 import { FakeTelegram } from './fake-telegram.js';
 import { installTestMetrics, type CollectedMetrics } from './test-metrics.js';
@@ -32,6 +33,8 @@ export interface TestGatewayOptions {
   readonly telegram?: boolean | 'polling';
   /** Enable Slack against a local fake Web API. */
   readonly slack?: boolean;
+  /** Enable Mattermost against a local fake server (REST and websocket); started once its websocket is connected. */
+  readonly mattermost?: boolean;
   /**
    * `manual`: reminders, cron runs and progress checks wait for `advanceTime()` instead of the
    * wall clock (deliveries and their retries still run in real time). Refused with
@@ -59,6 +62,7 @@ export const TEST_SECRETS = {
   slackBotToken: 'xoxb-test',
   slackSigningSecret: 'slack-signing-secret',
   webhookToken: 'test-webhook-token-0123456789',
+  mattermostToken: 'mattermost-test-token',
 } as const;
 
 export interface SendResult {
@@ -78,6 +82,8 @@ export interface TestGateway {
   readonly receiver: DeliveryReceiver;
   readonly telegram: FakeTelegram | undefined;
   readonly slack: FakeSlack | undefined;
+  /** The fake Mattermost: `mattermost.userPost()` writes as a user; what the bot posted is recorded. */
+  readonly mattermost: FakeMattermost | undefined;
   readonly telemetry: TestTelemetry;
   /** The gateway now running (a new one after `restart()`). */
   readonly running: RunningGateway;
@@ -153,6 +159,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const receiver = await DeliveryReceiver.start();
   const telegram = options.telegram ? await FakeTelegram.start() : undefined;
   const slack = options.slack ? await FakeSlack.start() : undefined;
+  const mattermost = options.mattermost ? await FakeMattermost.start({ token: TEST_SECRETS.mattermostToken }) : undefined;
   const dataDir = mkdtempSync(join(tmpdir(), 'threadline-test-'));
   const webhookToken = options.webhookToken === true ? TEST_SECRETS.webhookToken : options.webhookToken;
   const config = readGatewayConfig({
@@ -171,6 +178,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
           THREADLINE_SLACK_SIGNING_SECRET: TEST_SECRETS.slackSigningSecret,
           THREADLINE_SLACK_API_URL: slack.apiUrl,
         }),
+    ...(mattermost === undefined ? {} : { THREADLINE_MATTERMOST_URL: mattermost.url, THREADLINE_MATTERMOST_TOKEN: TEST_SECRETS.mattermostToken }),
     PORT: '0',
     HOST: '127.0.0.1',
     THREADLINE_DATA_DIR: dataDir,
@@ -183,8 +191,16 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   });
   const clock = options.clock === 'manual' ? new ManualClock() : undefined;
   const logger = createLogger({ level: process.env['THREADLINE_LOG_LEVEL'] ?? 'silent' });
-  const start = () =>
-    startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}), ...(clock ? { clock } : {}), ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}), ...(options.tools ? { tools: options.tools } : {}) });
+  const start = async () => {
+    const connections = mattermost?.connections ?? 0;
+    const started = await startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}), ...(clock ? { clock } : {}), ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}), ...(options.tools ? { tools: options.tools } : {}) });
+    // Posts written before the websocket is up would wait for a catch-up: a test starts once it is.
+    await mattermost?.waitForConnections(connections + 1).catch(async (error: unknown) => {
+      await started.stop();
+      throw error;
+    });
+    return started;
+  };
   let running = await start();
 
   async function post(path: string, body: string, headers: Readonly<Record<string, string>>): Promise<SendResult> {
@@ -230,6 +246,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     },
     telegram,
     slack,
+    mattermost,
     send: (message, headers = {}) =>
       post('/v1/messages', JSON.stringify(message), webhookToken === undefined || 'authorization' in headers ? headers : { authorization: `Bearer ${webhookToken}`, ...headers }),
     sendTelegram: (update, secret = TEST_SECRETS.telegramWebhookSecret) =>
@@ -274,7 +291,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     },
     stop: async () => {
       await running.stop();
-      await Promise.all([receiver.close(), telegram?.close(), slack?.close()]);
+      await Promise.all([receiver.close(), telegram?.close(), slack?.close(), mattermost?.close()]);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
