@@ -56,7 +56,10 @@ export interface MattermostFile {
   readonly bytes: Buffer;
 }
 
-/** A REST call the fake answered: its method, its route with ids as `:id`, and the status answered. */
+/**
+ * A call the fake answered: a REST call (its method, its route with ids as `:id`, the status
+ * answered) or a websocket action (method `WS`, the action as route: `user_typing`…).
+ */
 export interface MattermostCall {
   readonly method: string;
   readonly route: string;
@@ -131,7 +134,7 @@ export class FakeMattermost {
   readonly edits: MattermostEdit[] = [];
   readonly typing: MattermostTyping[] = [];
   readonly files: MattermostFile[] = [];
-  /** Every REST call, in order. */
+  /** Every REST call and websocket action, in order. */
   readonly calls: MattermostCall[] = [];
   /** Websocket connections that authenticated, ever. */
   connections = 0;
@@ -392,11 +395,15 @@ export class FakeMattermost {
         ws.close();
         return;
       }
-      const reply = (status: 'OK' | 'FAIL') => ws.send(JSON.stringify({ status, seq_reply: request.seq }));
+      const reply = (status: 'OK' | 'FAIL') => {
+        this.calls.push({ method: 'WS', route: String(request.action), status: status === 'OK' ? 200 : 401 });
+        ws.send(JSON.stringify({ status, seq_reply: request.seq }));
+      };
       if (request.action === 'authentication_challenge') {
         if (connection.authenticated) return;
         // A wrong token: the server closes the connection, without a word.
         if (request.data?.['token'] !== this.token) {
+          this.calls.push({ method: 'WS', route: 'authentication_challenge', status: 401 });
           ws.close();
           return;
         }
