@@ -135,8 +135,9 @@ export interface TestGateway {
   /**
    * Stops the gateway as SIGTERM would and starts a new one on the same data dir, fakes and
    * receiver: what a deploy or a crash recovery does. The URL changes (a new ephemeral port).
+   * `whileDown` runs between the two: what users write while no gateway runs.
    */
-  restart(): Promise<void>;
+  restart(whileDown?: () => void | Promise<void>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -285,8 +286,9 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     metrics: () => metrics.collect(),
     misroutes: () => misroutesIn(telemetry.spans()),
     deliveries: (filter = {}) => running.gateway.outbox.list({ limit: 1_000, ...filter }),
-    restart: async () => {
+    restart: async (whileDown) => {
       await running.stop();
+      await whileDown?.();
       running = await start();
     },
     stop: async () => {
