@@ -40,8 +40,7 @@ export function mattermostInbound(
   if (userId === options.botUserId || (p['type'] !== '' && p['type'] !== undefined) || (p['delete_at'] !== 0 && p['delete_at'] !== undefined)) return undefined;
   const props = record(p['props']);
   if (isTrue(props?.['from_bot']) || isTrue(props?.['from_webhook'])) return undefined;
-  const text = commandText(message);
-  if (text.trim() === '') return undefined;
+  if (message.trim() === '') return undefined;
   const chatType = typeof channel.type === 'string' ? CHAT_TYPES[channel.type] : undefined;
   if (chatType === undefined) return undefined;
   if (rootId !== '' && rootId !== undefined && !isId(rootId)) return undefined;
@@ -59,17 +58,8 @@ export function mattermostInbound(
       ...(userName === undefined ? {} : { userName }),
       messageId: id,
     },
-    text,
+    text: message,
   };
-}
-
-/**
- * Mattermost takes a message that begins with `/` for one of its own slash commands, and says
- * to type a space first to send it as text: ` /status` is the command `/status`.
- */
-function commandText(message: string): string {
-  const trimmed = message.trimStart();
-  return trimmed.startsWith('/') ? trimmed : message;
 }
 
 /** `from_bot` is the string "true" on posts from the server, a boolean from some plugins. */

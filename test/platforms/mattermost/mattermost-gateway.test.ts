@@ -135,7 +135,8 @@ describe('mattermost through its fake server', () => {
     expect(threaded.mattermost!.sent[0]).toMatchObject({ channelId: other, rootId: post.id });
   });
 
-  it("takes a command typed with a space before it, and leaves other bots' and system posts alone", async () => {
+  // Mattermost takes a post that begins with / for a slash command of its own; a space first sends it as text.
+  it("takes a command typed with a space before it, and leaves other bots' and integrations' posts alone", async () => {
     const g = await start({ mattermost: true });
     const fake = g.mattermost!;
     const channelId = fake.addChannel({ type: 'D' });
