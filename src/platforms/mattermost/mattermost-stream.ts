@@ -64,6 +64,8 @@ export class MattermostStream {
     let since = this.options.catchUpMs > 0 ? Date.now() - this.options.catchUpMs : undefined;
     for (let failures = 0; !this.stopped; ) {
       let socket: MattermostSocket;
+      // Held from the first frame on: a live post may come in the same read as the authentication's answer.
+      this.held = since === undefined ? undefined : [];
       try {
         socket = await MattermostSocket.open({
           url: this.options.url,
@@ -98,7 +100,6 @@ export class MattermostStream {
 
   /** Hands the posts made since `since`, then the live ones that came meanwhile; false when the server could not list them. */
   private async catchUp(since: number): Promise<boolean> {
-    this.held = [];
     try {
       const { posts, truncated } = await postsSince(this.options.client, since);
       if (truncated.length > 0) this.options.logger.warn({ channels: truncated.length }, 'mattermost catch-up: a channel had more posts than one call returns; older ones may be missed');
@@ -112,7 +113,7 @@ export class MattermostStream {
       return false;
     } finally {
       // Taken either way: they did come; a failed catch-up's next try skips them as handed.
-      for (const message of this.held.splice(0)) this.options.queue.push(message);
+      for (const message of this.held?.splice(0) ?? []) this.options.queue.push(message);
       this.held = undefined;
     }
   }
