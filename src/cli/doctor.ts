@@ -21,6 +21,7 @@ import { otlpEndpoint } from '../telemetry/otlp-endpoint.js';
 import { STORE_FILE } from '../store/store-file.js';
 import { safeUrl } from '../text/redact-secrets.js';
 import type { CliIo } from './io.js';
+import { checkMattermost } from './doctor-mattermost.js';
 import { printable } from '../text/printable.js';
 
 /** How long an exporter endpoint gets to accept a TCP connection. */
@@ -66,6 +67,7 @@ async function runDoctor(env: NodeJS.ProcessEnv, options: DoctorOptions = {}): P
   if (writable.ok) results.push(...(await checkLockAndStore(dataDir)));
   else results.push({ ok: false, line: `store not checked: the data dir ${dataDir} is unusable` });
   results.push(...(await checkRedisBackend(env)));
+  results.push(...(await checkMattermost(env)));
   const telemetry = telemetryConfigOf(env);
   if (telemetry === undefined) {
     results.push({ ok: false, line: 'telemetry endpoints not checked: the telemetry configuration is invalid' });

@@ -120,7 +120,7 @@ export function readGatewayConfig(env: NodeJS.ProcessEnv = process.env): Gateway
     },
     telegram: telegramConfig(env),
     slack: slackConfig(env),
-    mattermost: mattermostConfig(env),
+    mattermost: readMattermostConfig(env),
     admins: adminsOf(env),
     inboundBaggage: parseKeepBaggage(readText(env, 'THREADLINE_INBOUND_BAGGAGE')),
     concurrency: readInteger(env, 'THREADLINE_CONCURRENCY'),
@@ -276,7 +276,8 @@ function slackConfig(env: NodeJS.ProcessEnv): SlackConfig | undefined {
   return { botToken, signingSecret, apiUrl, threadTopLevel, liveEditMs };
 }
 
-function mattermostConfig(env: NodeJS.ProcessEnv): MattermostConfig | undefined {
+/** The Mattermost settings, or undefined when neither URL nor token is set; `threadline doctor` reads them alone. */
+export function readMattermostConfig(env: NodeJS.ProcessEnv): MattermostConfig | undefined {
   // All read before the credentials decide: a bad value is refused even with Mattermost off.
   const url = readUrl(env, 'THREADLINE_MATTERMOST_URL')?.replace(/\/+$/, '');
   const token = readText(env, 'THREADLINE_MATTERMOST_TOKEN');
