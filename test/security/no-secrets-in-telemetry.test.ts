@@ -2,15 +2,15 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { slackSignature } from '../../src/platforms/slack/slack-signature.js';
-import { DeliveryReceiver, FakeSlack, FakeTelegram } from '../../src/testing/index.js';
+import { DeliveryReceiver, FakeMattermost, FakeSlack, FakeTelegram, fakeMattermostId } from '../../src/testing/index.js';
 import { startLocalServer, type LocalServer } from '../../src/testing/local-server.js';
 import { until } from '../helpers/gateway.js';
 import { isolatedEnv, runGatewayProcess } from '../helpers/gateway-process.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 
 /**
- * The gateway as `npm start` runs it (register, then cli/main), with Telegram, Slack and the
- * webhook against loopback fakes, logs at debug, and each exporter in turn: no secret it was
+ * The gateway as `npm start` runs it (register, then cli/main), with Telegram, Slack, Mattermost
+ * and the webhook against loopback fakes, logs at debug, and each exporter in turn: no secret it was
  * configured with may appear in any byte it wrote (banner, logs, trace file, OTLP bodies, the
  * data dir).
  */
@@ -28,11 +28,12 @@ const SECRETS = {
   otlpQueryKey: 'otlp-query-key-W2eT9u',
   inboundQueryToken: 'inbound-query-token-P6vC1x',
   hmacKey: 'hmac-key-secret-0123456789abcdef',
+  mattermostToken: 'mattermost-bot-token-secret-Y3hK9q',
 };
 /** The secret half of the bot token: what a partial redaction would leave. */
 const TOKEN_TAIL = SECRETS.telegramToken.split(':')[1]!;
 /** Chat ids that hmac mode must keep out of the logs. */
-const CHATS = { webhook: 'plain-chat-id-webhook-42', telegram: -1009876543210, slack: 'CPLAINSLACK42' };
+const CHATS = { webhook: 'plain-chat-id-webhook-42', telegram: -1009876543210, slack: 'CPLAINSLACK42', mattermost: fakeMattermostId('plainmattermost', 42) };
 
 interface Run {
   readonly output: string;
@@ -44,7 +45,12 @@ type Exporter = 'file' | 'http/json' | 'http/protobuf';
 
 async function runGateway(exporter: Exporter): Promise<Run> {
   const dataDir = join(tempDir(), exporter.replace('/', '-'));
-  const [telegram, slack, receiver] = await Promise.all([FakeTelegram.start(), FakeSlack.start(), DeliveryReceiver.start()]);
+  const [telegram, slack, mattermost, receiver] = await Promise.all([
+    FakeTelegram.start(),
+    FakeSlack.start(),
+    FakeMattermost.start({ token: SECRETS.mattermostToken }),
+    DeliveryReceiver.start(),
+  ]);
   const otlpBodies: Buffer[] = [];
   const otlp: LocalServer = await startLocalServer((request) => {
     otlpBodies.push(request.raw);
@@ -68,6 +74,8 @@ async function runGateway(exporter: Exporter): Promise<Run> {
     THREADLINE_SLACK_BOT_TOKEN: SECRETS.slackBotToken,
     THREADLINE_SLACK_SIGNING_SECRET: SECRETS.slackSigningSecret,
     THREADLINE_SLACK_API_URL: slack.apiUrl,
+    THREADLINE_MATTERMOST_URL: mattermost.url,
+    THREADLINE_MATTERMOST_TOKEN: SECRETS.mattermostToken,
     ...(exporter === 'file'
       ? {}
       : {
@@ -77,10 +85,10 @@ async function runGateway(exporter: Exporter): Promise<Run> {
         }),
   });
   const { output, code } = await runGatewayProcess(env, async (base, soFar) => {
-    await exercise(base, { telegram, slack, receiver });
-    await until(() => count(soFar(), 'delivery failed for good') >= 3, 15_000);
+    await exercise(base, { telegram, slack, mattermost, receiver });
+    await until(() => count(soFar(), 'delivery failed for good') >= 4, 15_000);
   });
-  await Promise.all([telegram.close(), slack.close(), receiver.close(), otlp.close()]);
+  await Promise.all([telegram.close(), slack.close(), mattermost.close(), receiver.close(), otlp.close()]);
   const files = readdirSync(dataDir)
     .map((name) => join(dataDir, name))
     .filter((path) => statSync(path).isFile())
@@ -89,12 +97,14 @@ async function runGateway(exporter: Exporter): Promise<Run> {
 }
 
 /** Real sends through every platform, two each: one fails for good (an error logged), one gets through. */
-async function exercise(base: string, fakes: { telegram: FakeTelegram; slack: FakeSlack; receiver: DeliveryReceiver }): Promise<void> {
+async function exercise(base: string, fakes: { telegram: FakeTelegram; slack: FakeSlack; mattermost: FakeMattermost; receiver: DeliveryReceiver }): Promise<void> {
   const post = (path: string, body: object, headers: Record<string, string>) =>
     fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   fakes.receiver.failNext(1, 400);
   fakes.telegram.failNext(1, 400);
   fakes.slack.refuseNext('channel_not_found');
+  fakes.mattermost.failNext(1, 400);
+  await fakes.mattermost.waitForConnections(1, 15_000);
   const bearer = { authorization: `Bearer ${SECRETS.webhookBearer}` };
   // A caller that put its token in the query: refused, and the query is in no span.
   expect((await post(`/v1/messages?token=${SECRETS.inboundQueryToken}`, { chat_id: CHATS.webhook, text: 'x' }, {})).status).toBe(401);
@@ -108,8 +118,9 @@ async function exercise(base: string, fakes: { telegram: FakeTelegram; slack: Fa
     const timestamp = String(Math.floor(Date.now() / 1000));
     const signature = slackSignature(SECRETS.slackSigningSecret, timestamp, raw);
     expect((await post('/v1/slack/events', event, { 'x-slack-request-timestamp': timestamp, 'x-slack-signature': signature })).status).toBe(200);
+    fakes.mattermost.userPost({ channelId: CHATS.mattermost, message: `mattermost ${n}` });
   }
-  await until(() => fakes.receiver.received.length >= 1 && fakes.telegram.sent.length >= 1 && fakes.slack.sent.length >= 1, 15_000);
+  await until(() => fakes.receiver.received.length >= 1 && fakes.telegram.sent.length >= 1 && fakes.slack.sent.length >= 1 && fakes.mattermost.sent.length >= 1, 15_000);
 }
 
 function count(text: string, needle: string): number {
@@ -124,7 +135,7 @@ describe.each<Exporter>(['file', 'http/json', 'http/protobuf'])('no secret in an
 
   it('ran: started, sent through every platform, logged the failures, stopped cleanly', () => {
     expect(run.code, run.output).toBe(0);
-    expect(count(run.output, 'delivery failed for good')).toBeGreaterThanOrEqual(3);
+    expect(count(run.output, 'delivery failed for good')).toBeGreaterThanOrEqual(4);
     // Spans were written: the Telegram client span's URL, redacted.
     expect(run.written.includes('/bot<redacted>/sendMessage')).toBe(true);
   });
