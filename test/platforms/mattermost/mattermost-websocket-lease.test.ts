@@ -80,6 +80,17 @@ describe('the mattermost websocket on several instances', () => {
     expect(waiter.intake.taken).toEqual([]);
   });
 
+  it('shows typing over the websocket where it is held, and over REST on the other instances', async () => {
+    const { fake, channelId, holder, waiter } = await twoInstances();
+    const root = fake.addThread(channelId);
+    const target = { destination: { platform: 'mattermost', chatId: channelId, threadId: root }, chatType: 'channel' as const };
+    await holder.platform.typing(target, new AbortController().signal);
+    await waiter.platform.typing(target, new AbortController().signal);
+    await until(() => fake.typing.length === 2, 5_000);
+    expect(fake.typing.map((typing) => typing.via).sort()).toEqual(['rest', 'websocket']);
+    expect(fake.typing.every((typing) => typing.channelId === channelId && typing.parentId === root)).toBe(true);
+  });
+
   it('hands the websocket over when the holder stops, and the new holder catches up on what was posted in between', async () => {
     const { fake, channelId, holder, waiter } = await twoInstances();
     // The server refuses connections until the holder has stopped: nobody listens in between.
