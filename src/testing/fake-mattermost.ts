@@ -85,6 +85,8 @@ interface Connection {
   readonly ws: WebSocket;
   authenticated: boolean;
   seq: number;
+  /** Neither reads nor sends: a connection the network dropped without a word. */
+  frozen?: boolean;
 }
 
 interface Failure {
@@ -166,9 +168,9 @@ export class FakeMattermost {
     return fake;
   }
 
-  /** Websocket connections open and authenticated now. */
+  /** Websocket connections open and authenticated now (a frozen one is no longer counted). */
   get openConnections(): number {
-    return [...this.sockets].filter((connection) => connection.authenticated).length;
+    return [...this.sockets].filter((connection) => connection.authenticated && connection.frozen !== true).length;
   }
 
   /** Resolves once `count` websocket connections have authenticated since the fake started. */
@@ -259,6 +261,17 @@ export class FakeMattermost {
     if (options.down === true) this.down = true;
     for (const connection of this.sockets) connection.ws.terminate();
     this.sockets.clear();
+  }
+
+  /**
+   * Silences every open websocket as a network that drops a connection without a close does:
+   * no event reaches it, no ping is answered, and the server does not notice.
+   */
+  freeze(): void {
+    for (const connection of this.sockets) {
+      connection.frozen = true;
+      connection.ws.pause();
+    }
   }
 
   /** Takes websocket connections again after `cut({ down: true })`. */
@@ -359,7 +372,7 @@ export class FakeMattermost {
 
   private broadcast(event: string, data: Record<string, unknown>, channelId: string): void {
     for (const connection of this.sockets) {
-      if (!connection.authenticated) continue;
+      if (!connection.authenticated || connection.frozen === true) continue;
       const seq = connection.seq++;
       if (this.eventsToLose > 0) {
         this.eventsToLose--;
