@@ -57,7 +57,7 @@ export class MattermostSocket {
         reject(new Error(reason));
       };
       ws.once('open', () => socket.send('authentication_challenge', { token: options.token }));
-      ws.once('error', (error) => fail(`the websocket failed: ${messageOf(error)}`));
+      ws.on('error', (error) => fail(`the websocket failed: ${messageOf(error)}`));
       ws.once('close', (code) => {
         if (!authenticated) fail(`the server closed the websocket (${code}) before it authenticated: is THREADLINE_MATTERMOST_TOKEN valid?`);
       });
