@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { LeaseFactory } from '../../../src/lease/lease.js';
+import type { Lease, LeaseFactory } from '../../../src/lease/lease.js';
 import { MattermostPlatform } from '../../../src/platforms/mattermost/mattermost-platform.js';
 import type { AcceptedMessage, InboundMessage, Intake } from '../../../src/platforms/platform.js';
 import { LeaderLease } from '../../../src/queue/leader-lease.js';
@@ -36,18 +36,37 @@ interface Instance {
   readonly platform: MattermostPlatform;
   readonly connection: Redis;
   readonly intake: ReturnType<typeof sharedIntake>;
+  /** Tries for the lease that found it another's. */
+  failedTries: number;
 }
 
 function startInstance(name: string, fake: FakeMattermost, redisUrl: string, prefix: string, keys: Set<string>): Instance {
   const connection = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
   connection.on('error', () => undefined);
   closing.push(async () => connection.disconnect());
-  const leases: LeaseFactory = (leaseName) => new LeaderLease(leaseName, { redis: connection, keys: new RedisKeys(prefix), instanceId: name, leaseMs: LEASE_MS, logger });
+  const leases: LeaseFactory = (leaseName) => {
+    const lease = new LeaderLease(leaseName, { redis: connection, keys: new RedisKeys(prefix), instanceId: name, leaseMs: LEASE_MS, logger });
+    const counted: Lease = {
+      get held() {
+        return lease.held;
+      },
+      start: (listener) =>
+        lease.start({
+          ...listener,
+          onAttempt: (held) => {
+            if (!held) instance.failedTries++;
+          },
+        }),
+      stop: () => lease.stop(),
+    };
+    return counted;
+  };
   const platform = new MattermostPlatform({ url: fake.url, token: fake.token, threadTopLevel: false, catchUpMs: 60_000, logger, lease: leases });
   const intake = sharedIntake(keys);
+  const instance: Instance = { platform, connection, intake, failedTries: 0 };
   platform.start(intake);
   closing.push(() => platform.close());
-  return { platform, connection, intake };
+  return instance;
 }
 
 describe('the mattermost websocket on several instances', () => {
@@ -71,8 +90,9 @@ describe('the mattermost websocket on several instances', () => {
 
   it('keeps one websocket for all instances: each post is taken once, by the holder', async () => {
     const { fake, channelId, holder, waiter } = await twoInstances();
-    // A few lease terms pass: the waiter had every chance to connect too.
-    await new Promise((resolve) => setTimeout(resolve, 3 * LEASE_MS));
+    // Three tries of the waiter span a lease: it had every chance to connect too.
+    const triesBefore = waiter.failedTries;
+    await until(() => waiter.failedTries >= triesBefore + 3, 5_000);
     for (const text of ['one', 'two', 'three']) fake.userPost({ channelId, message: text });
     await until(() => holder.intake.taken.length === 4, 5_000);
     expect(fake.connections).toBe(1);
