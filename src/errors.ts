@@ -107,7 +107,7 @@ export const ERROR_CODES = {
   },
   TL_STORE_FAILED: {
     status: 503,
-    summary: 'The store could not be opened, refused a write, or was used after it closed; the message says which and where.',
+    summary: 'The store could not be opened, refused a write, or was used after it closed; the message says which, the log where (a path stays out of HTTP answers). Readiness is 503 from a refused write until one succeeds.',
   },
   TL_DELIVERY_FAILED: {
     status: 502,

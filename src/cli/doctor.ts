@@ -1,8 +1,9 @@
 /**
  * `threadline doctor`: what start-up needs, checked without starting: the configuration, the
- * data dir and its lock, the store, the shared Redis when one is set, where telemetry goes,
- * and the context manager. One line per check (a warning marked `!`); exit 1 if any fails.
- * It holds the data-dir lock only while it checks, and writes nothing to Redis.
+ * data dir and its lock, the store, the shared Redis when one is set, the Matrix access token
+ * when one is set, where telemetry goes, and the context manager. One line per check (a
+ * warning marked `!`); exit 1 if any fails. It holds the data-dir lock only while it checks,
+ * and writes nothing to Redis.
  */
 import { existsSync, mkdirSync, mkdtempSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
@@ -11,6 +12,7 @@ import { dirname, join, resolve } from 'node:path';
 import { CommanderError, type Command } from 'commander';
 import pc from 'picocolors';
 import { checkConfiguration } from '../start/check-configuration.js';
+import { checkMatrixCredentials } from './doctor-matrix.js';
 import { readText } from '../config/read-setting.js';
 import { redactRedisUrl } from '../config/redis-url.js';
 import { messageOf, ThreadlineError } from '../errors.js';
@@ -68,6 +70,7 @@ async function runDoctor(env: NodeJS.ProcessEnv, options: DoctorOptions = {}): P
   else results.push({ ok: false, line: `store not checked: the data dir ${dataDir} is unusable` });
   results.push(...(await checkRedisBackend(env)));
   results.push(...(await checkMattermost(env)));
+  results.push(...(await checkMatrixCredentials(env)));
   const telemetry = telemetryConfigOf(env);
   if (telemetry === undefined) {
     results.push({ ok: false, line: 'telemetry endpoints not checked: the telemetry configuration is invalid' });

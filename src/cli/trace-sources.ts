@@ -4,7 +4,7 @@
  * the spans carry (its pseudonym in hmac privacy).
  */
 import { CommanderError, InvalidArgumentError, Option, type Command } from 'commander';
-import { readText } from '../config/read-setting.js';
+import { readInteger, readText } from '../config/read-setting.js';
 import { ThreadlineError, messageOf } from '../errors.js';
 import type { TraceSource } from '../forensics/trace-source.js';
 import { pseudonymize } from '../telemetry/session-attributes.js';
@@ -66,7 +66,18 @@ export async function openSource(options: SourceOptions, io: CliIo, command: Com
     return new TempoSource(checkedUrl(options.tempo, '--tempo', command));
   }
   const { TraceFileSource } = await import('../forensics/trace-file-source.js');
-  return new TraceFileSource(options.file ?? readText(io.env, 'THREADLINE_TRACE_FILE'));
+  // The exporter writes no line longer than its file cap: a longer one is not a batch of it.
+  return new TraceFileSource(options.file ?? readText(io.env, 'THREADLINE_TRACE_FILE'), { maxLineBytes: setting(() => readInteger(io.env, 'THREADLINE_TRACE_FILE_MAX_BYTES'), command) });
+}
+
+/** A setting the command reads as the gateway does; a bad value is a usage error. */
+function setting<T>(read: () => T, command: Command): T {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof ThreadlineError) usage(command, `${error.message} [${error.code}]`);
+    throw error;
+  }
 }
 
 function checkedUrl(value: string, flag: string, command: Command): string {

@@ -10,6 +10,7 @@ export type SettingGroup =
   | 'redis'
   | 'webhook'
   | 'telegram'
+  | 'matrix'
   | 'slack'
   | 'mattermost'
   | 'turns'
@@ -27,6 +28,7 @@ export const SETTING_GROUPS: Readonly<Record<SettingGroup, string>> = {
   redis: 'Several instances on Redis',
   webhook: 'Webhook platform',
   telegram: 'Telegram',
+  matrix: 'Matrix',
   slack: 'Slack',
   mattermost: 'Mattermost',
   turns: 'Turns, deliveries and the outbox',
@@ -213,7 +215,7 @@ export const SETTINGS = {
     kind: 'url',
     group: 'webhook',
     default: undefined,
-    description: 'where webhook replies are POSTed; unset, they are logged',
+    description: 'where webhook replies are POSTed (a `user:password@` in it is sent as HTTP Basic auth); unset, they are logged',
   },
   THREADLINE_WEBHOOK_IDEMPOTENCY_MS: {
     kind: 'integer',
@@ -272,6 +274,31 @@ export const SETTINGS = {
     max: 60_000,
     description:
       'in groups and channels, the least time between two edits of the live message of an answer being written (Telegram allows about 20 a minute in a group); `0`: no live messages there',
+  },
+
+  // Matrix
+  THREADLINE_MATRIX_HOMESERVER_URL: {
+    kind: 'url',
+    group: 'matrix',
+    default: undefined,
+    description: "the homeserver's client-server API root (`https://matrix.example.org`); with the access token, enables Matrix",
+  },
+  THREADLINE_MATRIX_ACCESS_TOKEN: {
+    kind: 'text',
+    group: 'matrix',
+    default: undefined,
+    secret: true,
+    format: "the bot account's access token",
+    description: 'with the homeserver URL, enables Matrix: `/sync` for messages (on one instance at a time), the client-server API for answers',
+  },
+  THREADLINE_MATRIX_EDIT_INTERVAL_MS: {
+    kind: 'integer',
+    group: 'matrix',
+    default: 2_000,
+    min: 0,
+    max: 60_000,
+    description:
+      "the least time between two edits (`m.replace`) of the live message that shows an answer as it is written, in its thread (Synapse's default `rc_message` allows a burst of 10 messages, then one every 5 s); `0`: no live messages",
   },
 
   // Slack
@@ -594,7 +621,7 @@ export const SETTINGS = {
     default: 64 * MIB,
     min: 64 * 1024,
     max: 2 ** 40,
-    description: 'the trace file is rotated before a write would take it past this size',
+    description: 'no trace file grows past this size: it is rotated before a batch would take it past, a larger batch is split over lines, and a span larger on its own is dropped (counted in `threadline.trace_file.spans_dropped`); `threadline misroutes` and `trace` skip a longer line (and any past 256 MiB)',
   },
   THREADLINE_TRACE_FILE_KEEP: {
     kind: 'integer',
@@ -749,7 +776,7 @@ export const SETTINGS = {
     kind: 'text',
     group: 'tools',
     default: undefined,
-    defaultText: '`webhook`, and `telegram` and `slack` when their bot tokens are set',
+    defaultText: '`webhook`, and `telegram`, `slack` and `matrix` when their tokens are set',
     format: 'comma-separated platform names',
     description:
       "the platforms `threadline send` may address. The gateway sets it for the commands it runs to the platforms it enabled, since their environment holds no token to tell by; set it yourself for a script run outside the gateway",
@@ -762,6 +789,15 @@ export const SETTINGS = {
     format: '`auto`, `sqlite` or `redis`',
     description:
       "where `threadline send` records its message: `redis`, the outbox on `THREADLINE_REDIS_URL` (refused, exit 1, without it); `sqlite`, the store in `THREADLINE_DATA_DIR`; `auto`, Redis when `THREADLINE_REDIS_URL` is set. The gateway sets it for the commands it runs, with its own `THREADLINE_DATA_DIR`, `THREADLINE_REDIS_PREFIX` and `THREADLINE_PARTITIONS`, and `THREADLINE_REDIS_URL` when that holds no credentials (no user, password or query)",
+  },
+  THREADLINE_TERMINAL_USER: {
+    kind: 'text',
+    group: 'tools',
+    default: undefined,
+    defaultText: "the gateway's own",
+    format: 'a user name or uid',
+    description:
+      "an unprivileged account commands run as (say `nobody`), in its home (or the temporary directory), so a command cannot read the gateway's memory or `/proc/<pid>/environ`; needs the gateway to run as root; root itself is refused",
   },
   THREADLINE_TERMINAL_TIMEOUT_S: {
     kind: 'integer',
@@ -785,7 +821,7 @@ export const SETTINGS = {
     default: 16 * MIB,
     min: 64 * 1024,
     max: 2 ** 34,
-    description: 'a background command\'s output file stops growing at this size (later writes fail with EFBIG); the notification says so',
+    description: 'a background command\'s captured output (stdout and stderr) is cut at this size: the rest is read and discarded, and a marker line says how much; the files it writes are not limited',
   },
   THREADLINE_TERMINAL_MIN_CHECK_INTERVAL_S: {
     kind: 'integer',

@@ -2,6 +2,7 @@ import { ThreadlineError } from '../errors.js';
 import { getSession, type RoutingSnapshot, type Session } from '../session/index.js';
 import { formatDestination, parseDestination, type Destination } from '../session/delivery.js';
 import { destinationOf } from '../session/routing-mismatch.js';
+import { validateDestination } from '../session/validate-session.js';
 import type { Target } from '../session/target.js';
 import type { HomeChannels } from '../store/store.js';
 
@@ -80,7 +81,10 @@ function originSession(target: Target, snapshot: RoutingSnapshot | undefined): S
   return session;
 }
 
-/** Spelled and read back: an id the store could not read back (an empty thread) is refused here. */
+/**
+ * Checked as an inbound message's ids are (validateDestination), then spelled and read back:
+ * an id the store could not read back (an empty thread) is refused here too.
+ */
 function explicitDestination(destination: Destination): Destination {
-  return parseDestination(formatDestination(destination));
+  return parseDestination(formatDestination(validateDestination(destination)));
 }

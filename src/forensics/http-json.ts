@@ -1,5 +1,7 @@
 import { ThreadlineError, messageOf } from '../errors.js';
+import { byteSize } from '../text/byte-size.js';
 import { redactText, safeUrl } from '../text/redact-secrets.js';
+import type { ReadBudget } from './read-budget.js';
 
 /** How a trace store is asked, and named in messages. */
 export interface HttpGetOptions {
@@ -9,6 +11,8 @@ export interface HttpGetOptions {
   readonly timeoutMs?: number;
   /** A body larger than this is refused; 64 MiB unless given. */
   readonly maxBytes?: number;
+  /** Shared by several requests: each body's bytes count against it, and a read past it is abandoned. */
+  readonly budget?: ReadBudget;
   readonly headers?: Readonly<Record<string, string>>;
 }
 
@@ -30,8 +34,19 @@ export interface GetJsonOptions extends HttpGetOptions {
   readonly acceptStatus?: readonly number[];
 }
 
+/** A body was abandoned part-way: larger than its own cap (`answer`) or than what was left of the budget (`budget`). */
+export class AnswerTooLargeError extends ThreadlineError {
+  constructor(
+    readonly limit: 'answer' | 'budget',
+    message: string,
+  ) {
+    super('TL_TRACE_SOURCE', message);
+    this.name = 'AnswerTooLargeError';
+  }
+}
+
 const DEFAULT_TIMEOUT_MS = 10_000;
-const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 /** An error answer is quoted this far: enough to recognise it, not a page of HTML. */
 const QUOTE_CHARS = 200;
 /** A body is redacted up to this many characters before it is cut for a message. */
@@ -40,16 +55,19 @@ const REDACTED_CHARS = 4_096;
 /**
  * GETs `url` and reads the whole body as text, at most `maxBytes`. A user:password in the URL
  * becomes a Basic Authorization header (fetch refuses URLs with credentials) and never
- * appears in a message. Network failures, a timeout and an oversized body throw
- * TL_TRACE_SOURCE naming the store, the safe URL and what to check; any status is returned.
+ * appears in a message. Network failures and a timeout throw TL_TRACE_SOURCE naming the
+ * store, the safe URL and what to check; a body past `maxBytes` or the budget is abandoned as it
+ * streams in (AnswerTooLargeError); any status is returned.
  */
 export async function httpGet(url: URL, options: HttpGetOptions): Promise<HttpAnswer> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
+  const maxBytes = options.maxBytes ?? DEFAULT_MAX_ANSWER_BYTES;
   const { target, authorization } = withoutCredentials(url);
   const where = `${options.what} (GET ${safeUrl(target)})`;
   const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
   if (authorization !== undefined) headers.authorization = authorization;
+  // Nothing more is asked once the budget is spent: what is left would be dropped unread.
+  if (options.budget?.spent === true) throw budgetSpent(where, options.budget);
   const signal = AbortSignal.timeout(timeoutMs);
   let response: Response;
   try {
@@ -62,9 +80,10 @@ export async function httpGet(url: URL, options: HttpGetOptions): Promise<HttpAn
     await response.body?.cancel().catch(() => undefined);
     throw tooLarge(where, maxBytes);
   }
+
   let text: string;
   try {
-    text = await readBounded(response, maxBytes, where);
+    text = await readBounded(response, maxBytes, options.budget, where);
   } catch (error) {
     if (error instanceof ThreadlineError) throw error;
     throw networkError(error, where, target, timeoutMs);
@@ -142,12 +161,17 @@ function decoded(part: string): string {
   }
 }
 
-async function readBounded(response: Response, maxBytes: number, where: string): Promise<string> {
+/** The body as text, abandoned (the connection dropped) as soon as it passes `maxBytes` or the budget. */
+async function readBounded(response: Response, maxBytes: number, budget: ReadBudget | undefined, where: string): Promise<string> {
   if (response.body === null) return '';
   const chunks: Uint8Array[] = [];
   let size = 0;
   const reader = response.body.getReader();
   for (;;) {
+    if (budget?.spent === true) {
+      await reader.cancel().catch(() => undefined);
+      throw budgetSpent(where, budget);
+    }
     const { done, value } = await reader.read();
     if (done) break;
     size += value.byteLength;
@@ -155,14 +179,21 @@ async function readBounded(response: Response, maxBytes: number, where: string):
       await reader.cancel().catch(() => undefined);
       throw tooLarge(where, maxBytes);
     }
+    if (budget !== undefined && !budget.take(value.byteLength)) {
+      await reader.cancel().catch(() => undefined);
+      throw budgetSpent(where, budget);
+    }
     chunks.push(value);
   }
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function tooLarge(where: string, maxBytes: number): ThreadlineError {
-  const size = maxBytes >= 1024 * 1024 ? `${Math.round(maxBytes / (1024 * 1024))} MiB` : `${maxBytes} bytes`;
-  return new ThreadlineError('TL_TRACE_SOURCE', `${where} answered with more than ${size}; narrow the time window or lower the limit.`);
+function tooLarge(where: string, maxBytes: number): AnswerTooLargeError {
+  return new AnswerTooLargeError('answer', `${where} answered with more than ${byteSize(maxBytes)}; narrow the time window or lower the limit.`);
+}
+
+function budgetSpent(where: string, budget: ReadBudget): AnswerTooLargeError {
+  return new AnswerTooLargeError('budget', `${where}: the ${byteSize(budget.maxBytes)} this command reads from the store in all are spent; narrow the time window or lower the limit.`);
 }
 
 /** fetch's failure, said the way a person fixes it: refused, no such host, timed out. */

@@ -2,13 +2,16 @@
  * Traces from Grafana Tempo's HTTP API (docs/sources/tempo/api_docs/_index.md): a TraceQL
  * search (GET /api/search, which answers trace ids with a few matched spans each), then
  * each trace whole (GET /api/traces/<id>, OTLP/JSON under `batches` with base64 ids,
- * pkg/tempopb/trace_utils.go MarshalToJSONV1).
+ * pkg/tempopb/trace_utils.go MarshalToJSONV1). Every answer is capped, and the traces one
+ * source reads share a budget: a hostile or runaway Tempo cannot make the command hold more.
  */
 import { ThreadlineError } from '../errors.js';
 import { safeUrl } from '../text/redact-secrets.js';
-import { getJson, httpGet, jsonOf, type HttpGetOptions } from './http-json.js';
+import { byteSize } from '../text/byte-size.js';
+import { AnswerTooLargeError, DEFAULT_MAX_ANSWER_BYTES, getJson, httpGet, jsonOf, type HttpGetOptions } from './http-json.js';
 import { baseUrlOf } from './jaeger-source.js';
 import { spansFromOtlpJson } from './otlp-json.js';
+import { ReadBudget } from './read-budget.js';
 import type { StoredTrace } from './trace-model.js';
 import type { TraceQuery, TraceSource } from './trace-source.js';
 import { normalTraceId, rankTraces, spanFilters, traceMatches, type SpanFilter } from './trace-store-search.js';
@@ -16,8 +19,10 @@ import { normalTraceId, rankTraces, spanFilters, traceMatches, type SpanFilter }
 export interface TempoSourceOptions {
   /** Per request; 10 s unless given. */
   readonly timeoutMs?: number;
-  /** Per answer; 64 MiB unless given. */
+  /** Per answer; 64 MiB unless given. A trace answered with more is left out (and said). */
   readonly maxBytes?: number;
+  /** The trace bodies one source reads in all; DEFAULT_MAX_TOTAL_BYTES unless given. Past it no more traces are read (and said). */
+  readonly maxTotalBytes?: number;
   /** Traces fetched at once after a search; 8 unless given. */
   readonly concurrency?: number;
   /** X-Scope-OrgID, for a multi-tenant Tempo. */
@@ -25,29 +30,49 @@ export interface TempoSourceOptions {
 }
 
 const DEFAULT_CONCURRENCY = 8;
+/** Far above a busy gateway's thousand traces (tens of MiB), far below what would exhaust the command's memory. */
+export const DEFAULT_MAX_TOTAL_BYTES = 256 * 1024 * 1024;
+/** Trace ids named in a warning; the count says how many more. */
+const IDS_NAMED = 5;
+
+/** A trace as fetched, or why it is not there. */
+type Fetched =
+  | { readonly trace: StoredTrace }
+  | { readonly missing: 'gone' | 'refused' | 'oversized' | 'unread'; readonly traceId: string };
 
 /** Reads traces from Tempo; see the module comment. */
 export class TempoSource implements TraceSource {
   readonly description: string;
   private readonly base: URL;
   private readonly http: HttpGetOptions;
+  /** What every trace fetch shares: the bytes this source may still read. */
+  private readonly traceHttp: HttpGetOptions;
+  private readonly maxBytes: number;
+  private readonly budget: ReadBudget;
   private readonly concurrency: number;
   /** Traces a search found that were gone when fetched (compacted or expired in between). */
   private vanished = 0;
   /** Traces Tempo refused to return whole (422). */
   private tooLarge = 0;
+  /** Traces answered with more than maxBytes, abandoned as they came in. */
+  private oversized = 0;
+  /** Traces not read because the budget was spent, by id. */
+  private readonly unread = new Set<string>();
 
   /** `baseUrl`: Tempo's HTTP API, e.g. http://localhost:3200 (a base path is kept). */
   constructor(baseUrl: string, options: TempoSourceOptions = {}) {
     this.base = baseUrlOf(baseUrl, '--tempo', 'http://localhost:3200');
     this.description = `tempo ${safeUrl(this.base).replace(/\/$/, '')}`;
     this.concurrency = Math.max(1, options.concurrency ?? DEFAULT_CONCURRENCY);
+    this.maxBytes = options.maxBytes ?? DEFAULT_MAX_ANSWER_BYTES;
+    this.budget = new ReadBudget(options.maxTotalBytes ?? DEFAULT_MAX_TOTAL_BYTES);
     this.http = {
       what: this.description,
+      maxBytes: this.maxBytes,
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-      ...(options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes }),
       ...(options.tenant === undefined ? {} : { headers: { 'x-scope-orgid': options.tenant } }),
     };
+    this.traceHttp = { ...this.http, budget: this.budget };
   }
 
   async search(query: TraceQuery): Promise<StoredTrace[]> {
@@ -55,40 +80,67 @@ export class TempoSource implements TraceSource {
     const found = await Promise.all(filters.map((filter) => this.searchIds(query, filter)));
     // The errored searches come first, so their traces are the ones kept when the limit cuts.
     const ids = [...new Set(found.flat())].slice(0, Math.max(0, query.limit));
-    const refusedBefore = this.tooLarge;
-    const traces = await mapConcurrently(ids, this.concurrency, (id) => this.get(id));
-    // Missing and not refused as too large: gone since the search listed it.
-    this.vanished += traces.filter((trace) => trace === undefined).length - (this.tooLarge - refusedBefore);
+    const fetched = await mapConcurrently(ids, this.concurrency, (id) => this.fetch(id));
+    // Listed by the search, missing when fetched: gone since (a get of an unknown id is not).
+    this.vanished += fetched.filter((result) => 'missing' in result && result.missing === 'gone').length;
     // Tempo matches the whole window in seconds: check the spans against what was asked.
-    const wanted = traces.filter((trace): trace is StoredTrace => trace !== undefined && traceMatches(trace, filters, query));
+    const wanted = fetched.flatMap((result) => ('trace' in result && traceMatches(result.trace, filters, query) ? [result.trace] : []));
     return rankTraces(wanted, query.limit);
   }
 
   async get(traceId: string): Promise<StoredTrace | undefined> {
     const id = normalTraceId(traceId);
     if (id === undefined) throw new ThreadlineError('TL_TRACE_SOURCE', `"${traceId.slice(0, 64)}" is not a trace id (up to 32 hex digits).`);
+    const fetched = await this.fetch(id);
+    return 'trace' in fetched ? fetched.trace : undefined;
+  }
+
+  /** One trace whole, or why not; each reason but `gone` is counted for warnings(). */
+  private async fetch(id: string): Promise<Fetched> {
+    const missing = (why: 'gone' | 'refused' | 'oversized' | 'unread'): Fetched => {
+      if (why === 'refused') this.tooLarge++;
+      else if (why === 'oversized') this.oversized++;
+      else if (why === 'unread') this.unread.add(id);
+      return { missing: why, traceId: id };
+    };
+    if (this.budget.spent) return missing('unread');
     const url = this.url(`api/traces/${id}`);
     // The trace-by-id combiner answers 404 with no body when no querier has the trace, and 422
     // for a trace over max_bytes_per_trace: one such trace must not cost the whole search.
-    const raw = await httpGet(url, this.http);
-    if (raw.status === 404) return undefined;
-    if (raw.status === 422) {
-      this.tooLarge++;
-      return undefined;
+    let raw;
+    try {
+      raw = await httpGet(url, this.traceHttp);
+    } catch (error) {
+      if (error instanceof AnswerTooLargeError) return missing(error.limit === 'budget' ? 'unread' : 'oversized');
+      throw error;
     }
+    if (raw.status === 404) return missing('gone');
+    if (raw.status === 422) return missing('refused');
     const answer = jsonOf(raw, url, this.http);
     const spans = spansFromOtlpJson(answer.body, this.description).filter((span) => span.traceId === id);
-    return spans.length === 0 ? undefined : { traceId: id, spans };
+    return spans.length === 0 ? missing('gone') : { trace: { traceId: id, spans } };
   }
 
-  /** Says how many traces a search listed but Tempo no longer had when asked for them. */
+  /** Says what a search listed but did not examine: gone, refused or too large, or past the budget. */
   warnings(): string[] {
     const warnings: string[] = [];
+    const traces = (count: number) => `${count} trace${count === 1 ? '' : 's'}`;
     if (this.vanished > 0) {
-      warnings.push(`${this.description} listed ${this.vanished} trace${this.vanished === 1 ? '' : 's'} in a search that it no longer had when asked (retention or compaction in between); left out.`);
+      warnings.push(`${this.description} listed ${traces(this.vanished)} in a search that it no longer had when asked (retention or compaction in between); left out.`);
     }
     if (this.tooLarge > 0) {
-      warnings.push(`${this.description} refused ${this.tooLarge} trace${this.tooLarge === 1 ? '' : 's'} as larger than its max_bytes_per_trace (422); left out.`);
+      warnings.push(`${this.description} refused ${traces(this.tooLarge)} as larger than its max_bytes_per_trace (422); left out.`);
+    }
+    if (this.oversized > 0) {
+      warnings.push(`${this.description} answered ${traces(this.oversized)} with more than ${byteSize(this.maxBytes)} each; read no further and left out.`);
+    }
+    if (this.unread.size > 0) {
+      const named = [...this.unread].slice(0, IDS_NAMED).join(', ');
+      const more = this.unread.size > IDS_NAMED ? ` and ${this.unread.size - IDS_NAMED} more` : '';
+      warnings.push(
+        `${this.description}: stopped reading traces after ${byteSize(this.budget.maxBytes)}, the most one command reads from a trace store; ` +
+          `${traces(this.unread.size)} were not examined (${named}${more}); narrow --since or --chat, or lower --limit.`,
+      );
     }
     return warnings;
   }

@@ -2,11 +2,13 @@
  * The local trace file as a trace store: `traces.jsonl` and its rotated files, one OTLP/JSON
  * ExportTraceServiceRequest per line (see src/telemetry/file-span-exporter.ts). Files are up
  * to 64 MiB each, so they are streamed line by line and a search keeps per-trace summaries,
- * then reads back only the spans of the traces it returns.
+ * then reads back only the spans of the traces it returns. A line longer than `maxLineBytes`
+ * is skipped and said, never read into memory.
  */
 import { open, type FileHandle } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
 import { messageOf, ThreadlineError } from '../errors.js';
+import { byteSize } from '../text/byte-size.js';
+import { boundedLines, type BoundedLine } from './bounded-lines.js';
 import { spansFromOtlpJson, TraceDocumentError } from './otlp-json.js';
 import { normalTraceId } from './trace-store-search.js';
 import type { StoredSpan, StoredTrace } from './trace-model.js';
@@ -17,9 +19,17 @@ interface OpenTraceFile {
   readonly name: string;
   readonly handle: FileHandle;
   readonly size: number;
-  /** False when the last line is a batch the gateway is still writing. */
-  readonly complete: boolean;
 }
+
+export interface TraceFileSourceOptions {
+  /** A longer line is skipped (and said); DEFAULT_MAX_LINE_BYTES unless given. */
+  readonly maxLineBytes?: number;
+}
+
+/** The exporter's default file cap: it writes no line longer than the cap of its file. */
+export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
+/** Past this a line is never read, whatever is asked: a JavaScript string holds about 512 MiB, and parsing takes several times the line. */
+export const MAX_LINE_BYTES = 256 * 1024 * 1024;
 
 /** What a search remembers of a trace while streaming: a few fields, never its spans. */
 interface TraceSummary {
@@ -28,22 +38,44 @@ interface TraceSummary {
   matches: boolean;
 }
 
-/** Reads traces from the gateway's trace file and its rotated files (newest first). */
 /** A trace id as the gateway's exporter writes it into a line. */
 const TRACE_ID_IN_LINE = /"traceId":"([0-9a-f]{32})"/g;
 
+/** Lines a read skipped, by `<file> line <n>`: said once however many passes met them. */
+interface SkippedLines {
+  /** Not JSON: batches cut off by a crash. */
+  readonly cut: Set<string>;
+  /** Longer than the limit, with their length in bytes. */
+  readonly tooLong: Map<string, number>;
+}
+
+/** Reads traces from the gateway's trace file and its rotated files (newest first). */
 export class TraceFileSource implements TraceSource {
   readonly description: string;
+  readonly maxLineBytes: number;
 
-  /** Lines that are not JSON: batches cut off by a crash, skipped. */
-  private readonly cutLines = new Set<string>();
+  private readonly skipped: SkippedLines = { cut: new Set(), tooLong: new Map() };
 
-  constructor(readonly path: string) {
+  constructor(
+    readonly path: string,
+    options: TraceFileSourceOptions = {},
+  ) {
     this.description = `trace file ${path}`;
+    this.maxLineBytes = Math.min(MAX_LINE_BYTES, Math.max(1, options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES));
   }
 
   warnings(): string[] {
-    return this.cutLines.size === 0 ? [] : [`skipped ${this.cutLines.size} line(s) that are not JSON, batches cut off by a crash: ${[...this.cutLines].slice(0, 5).join(', ')}`];
+    const warnings: string[] = [];
+    const { cut, tooLong } = this.skipped;
+    if (cut.size > 0) warnings.push(`skipped ${cut.size} line(s) that are not JSON, batches cut off by a crash: ${[...cut].slice(0, 5).join(', ')}`);
+    if (tooLong.size > 0) {
+      const lines = [...tooLong].slice(0, 5).map(([where, bytes]) => `${where} (${bytes} bytes)`);
+      warnings.push(
+        `skipped ${tooLong.size} line(s) longer than ${byteSize(this.maxLineBytes)}, the longest a trace-file line is read ` +
+          `(THREADLINE_TRACE_FILE_MAX_BYTES, at most ${byteSize(MAX_LINE_BYTES)}); their spans were not examined: ${lines.join(', ')}`,
+      );
+    }
+    return warnings;
   }
 
   async search(query: TraceQuery): Promise<StoredTrace[]> {
@@ -54,7 +86,7 @@ export class TraceFileSource implements TraceSource {
     return this.withFiles(async (files) => {
       // Pass 1: which traces match, and how they sort; the spans themselves are not kept.
       const summaries = new Map<string, TraceSummary>();
-      for await (const spans of batches(files, this.cutLines)) {
+      for await (const spans of batches(files, this.maxLineBytes, this.skipped)) {
         for (const span of spans) {
           if (!inQuery(span)) continue;
           let summary = summaries.get(span.traceId);
@@ -81,7 +113,7 @@ export class TraceFileSource implements TraceSource {
         for (const match of line.matchAll(TRACE_ID_IN_LINE)) if (wanted.has(match[1]!)) return true;
         return false;
       };
-      for await (const spans of batches(files, this.cutLines, mentionsChosen)) {
+      for await (const spans of batches(files, this.maxLineBytes, this.skipped, mentionsChosen)) {
         for (const span of spans) if (inQuery(span)) spansByTrace.get(span.traceId)?.push(span);
       }
       return chosen.map((traceId) => ({ traceId, spans: byStart(spansByTrace.get(traceId)!) }));
@@ -94,7 +126,7 @@ export class TraceFileSource implements TraceSource {
     return this.withFiles(async (files) => {
       const spans: StoredSpan[] = [];
       // The file holds ids in hex: a line without the id as text holds none of its spans.
-      for await (const batch of batches(files, this.cutLines, (line) => line.includes(id))) {
+      for await (const batch of batches(files, this.maxLineBytes, this.skipped, (line) => line.includes(id))) {
         for (const span of batch) if (span.traceId === id) spans.push(span);
       }
       return spans.length === 0 ? undefined : { traceId: id, spans: byStart(spans) };
@@ -180,9 +212,7 @@ async function openTraceFile(name: string, live: boolean): Promise<(OpenTraceFil
   try {
     const stats = await handle.stat();
     if (!stats.isFile()) throw new ThreadlineError('TL_TRACE_SOURCE', `${name} is not a file: give the path of the trace file (traces.jsonl)`);
-    const last = Buffer.alloc(1);
-    if (stats.size > 0) await handle.read(last, 0, 1, stats.size - 1);
-    return { name, handle, size: stats.size, complete: stats.size === 0 || last[0] === 0x0a, identity: `${stats.dev}:${stats.ino}` };
+    return { name, handle, size: stats.size, identity: `${stats.dev}:${stats.ino}` };
   } catch (error) {
     await handle.close().catch(() => undefined);
     throw error instanceof ThreadlineError ? error : unreadable(name, error);
@@ -191,35 +221,30 @@ async function openTraceFile(name: string, live: boolean): Promise<(OpenTraceFil
 
 /**
  * The spans of each line of `files`, in order; `mayHold` skips a line before it is parsed.
- * A last line without its newline is a batch still being written and is left out.
+ * A last line without its newline is a batch still being written and is left out; a line
+ * longer than `maxLineBytes` is skipped and remembered.
  */
 async function* batches(
   files: readonly OpenTraceFile[],
-  cutLines: Set<string>,
+  maxLineBytes: number,
+  skipped: SkippedLines,
   mayHold: (line: string) => boolean = () => true,
 ): AsyncGenerator<StoredSpan[]> {
   for (const file of files) {
-    if (file.size === 0) continue;
     // Up to the size seen at open: what the gateway appends meanwhile is for the next run.
-    const stream = file.handle.createReadStream({ start: 0, end: file.size - 1, autoClose: false, encoding: 'utf8' });
-    const lines = createInterface({ input: stream, crlfDelay: Infinity });
-    let held: string | undefined;
-    let lineNumber = 0;
-    try {
-      for await (const line of lines) {
-        // Each line waits for the next one: only then is it known not to be the partial last one.
-        if (held !== undefined && mayHold(held)) yield parseLine(file.name, lineNumber, held, cutLines);
-        held = line;
-        lineNumber++;
+    const lines = boundedLines(file.handle, { size: file.size, maxLineBytes });
+    for (;;) {
+      let next: IteratorResult<BoundedLine>;
+      try {
+        next = await lines.next();
+      } catch (error) {
+        throw unreadable(file.name, error);
       }
-    } catch (error) {
-      throw error instanceof ThreadlineError ? error : unreadable(file.name, error);
-    } finally {
-      lines.close();
-      // Destroying a stream closes its FileHandle, which the next pass still reads: only on an early exit.
-      if (!stream.readableEnded) stream.destroy();
+      if (next.done === true) break;
+      const line = next.value;
+      if (line.kind === 'too-long') skipped.tooLong.set(`${file.name} line ${line.number}`, line.bytes);
+      else if (mayHold(line.text)) yield parseLine(file.name, line.number, line.text, skipped.cut);
     }
-    if (held !== undefined && file.complete && mayHold(held)) yield parseLine(file.name, lineNumber, held, cutLines);
   }
 }
 

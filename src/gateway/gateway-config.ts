@@ -36,6 +36,14 @@ export interface MattermostConfig {
   readonly catchUpMs: number;
 }
 
+export interface MatrixConfig {
+  /** The client-server API root, without a trailing slash. */
+  readonly homeserverUrl: string;
+  readonly accessToken: string;
+  /** THREADLINE_MATRIX_EDIT_INTERVAL_MS. */
+  readonly liveEditMs: number;
+}
+
 /** Several instances sharing one Redis (THREADLINE_REDIS_URL and the settings beside it). */
 export interface RedisConfig {
   /** May hold a password: show it through redactRedisUrl (src/config/redis-url.ts), never as it is. */
@@ -65,6 +73,8 @@ export interface GatewayConfig {
   readonly slack: SlackConfig | undefined;
   /** Present when THREADLINE_MATTERMOST_URL and THREADLINE_MATTERMOST_TOKEN are set. */
   readonly mattermost: MattermostConfig | undefined;
+  /** Present when THREADLINE_MATRIX_HOMESERVER_URL and THREADLINE_MATRIX_ACCESS_TOKEN are set. */
+  readonly matrix: MatrixConfig | undefined;
   /** THREADLINE_ADMINS: who may run admin commands (/sethome); unset, nobody. */
   readonly admins: Admins;
   /** THREADLINE_INBOUND_BAGGAGE: the foreign inbound baggage every platform keeps; default none. */
@@ -121,6 +131,7 @@ export function readGatewayConfig(env: NodeJS.ProcessEnv = process.env): Gateway
     telegram: telegramConfig(env),
     slack: slackConfig(env),
     mattermost: readMattermostConfig(env),
+    matrix: readMatrixConfig(env),
     admins: adminsOf(env),
     inboundBaggage: parseKeepBaggage(readText(env, 'THREADLINE_INBOUND_BAGGAGE')),
     concurrency: readInteger(env, 'THREADLINE_CONCURRENCY'),
@@ -288,4 +299,20 @@ export function readMattermostConfig(env: NodeJS.ProcessEnv): MattermostConfig |
   if (url === undefined) throw new ConfigError('THREADLINE_MATTERMOST_URL', "is required with a Mattermost token: the server's address, such as https://chat.example.com");
   if (token === undefined) throw new ConfigError('THREADLINE_MATTERMOST_TOKEN', "is required with a Mattermost URL: the bot account's access token");
   return { url, token, threadTopLevel, liveEditMs, catchUpMs };
+}
+
+/** The Matrix settings, or undefined when neither is set; `threadline doctor` reads them alone. */
+export function readMatrixConfig(env: NodeJS.ProcessEnv): MatrixConfig | undefined {
+  // All read before the credentials decide: a bad value is refused even with Matrix off.
+  const homeserverUrl = readUrl(env, 'THREADLINE_MATRIX_HOMESERVER_URL')?.replace(/\/+$/, '');
+  const accessToken = readText(env, 'THREADLINE_MATRIX_ACCESS_TOKEN');
+  const liveEditMs = readInteger(env, 'THREADLINE_MATRIX_EDIT_INTERVAL_MS');
+  if (homeserverUrl === undefined && accessToken === undefined) return undefined;
+  if (homeserverUrl === undefined) {
+    throw new ConfigError('THREADLINE_MATRIX_HOMESERVER_URL', "is required with a Matrix access token: the homeserver's client-server API root, such as https://matrix.example.org");
+  }
+  if (accessToken === undefined) {
+    throw new ConfigError('THREADLINE_MATRIX_ACCESS_TOKEN', "is required with a Matrix homeserver URL: the bot account's access token (docs/platforms.md says how to get one)");
+  }
+  return { homeserverUrl, accessToken, liveEditMs };
 }

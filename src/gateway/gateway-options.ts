@@ -6,6 +6,7 @@ import type { DeliveryQueue } from '../deliveries/delivery-queue.js';
 import type { OutboxOptions } from '../deliveries/outbox.js';
 import type { Platform } from '../platforms/platform.js';
 import type { AnyStore } from '../store/store.js';
+import type { StoreWrites } from '../store/store-writes.js';
 import type { GatewayMetrics } from '../telemetry/gateway-metrics.js';
 import type { TurnQueue } from './turn-queue.js';
 import type { PresenceOptions } from './turn-presence.js';
@@ -54,6 +55,8 @@ export interface GatewayOptions {
   readonly suitability?: BackendSuitability | undefined;
   /** Default: threadline's instruments on the meter provider registered when the gateway is built. */
   readonly metrics?: GatewayMetrics;
+  /** Watches the store's writes for readiness; pass the one the tools' store is watched by too. Default: its own. */
+  readonly storeWrites?: StoreWrites;
   readonly outbox: OutboxOptions & {
     /** THREADLINE_OUTBOX_MAX_PER_CHAT: open deliveries of one destination before its intake answers 429. */
     readonly maxOpenPerDestination: number;

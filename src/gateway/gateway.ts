@@ -7,6 +7,7 @@ import { ThreadlineError, type ErrorCode } from '../errors.js';
 import type { AcceptedMessage, Idempotency, InboundMessage, Intake } from '../platforms/platform.js';
 import type { InboundTrace } from '../session/index.js';
 import type { AnyStore, OutboxStore } from '../store/store.js';
+import { StoreWrites } from '../store/store-writes.js';
 import { GatewayMetrics } from '../telemetry/gateway-metrics.js';
 import type { GatewayOptions } from './gateway-options.js';
 import { GatewayIntake } from './intake.js';
@@ -46,18 +47,24 @@ export class Gateway implements Intake {
   private readonly turns: TurnQueue;
   private readonly intake: GatewayIntake;
   private readonly runner: TurnRunner;
+  /** Whether the store takes writes (readiness); `store` reports each write to it. */
+  private readonly writes: StoreWrites;
+  private readonly store: AnyStore;
 
   constructor(private readonly options: GatewayOptions) {
+    this.writes = options.storeWrites ?? new StoreWrites(options.logger);
+    const store = this.writes.watched(options.store);
+    this.store = store;
     const platforms = new Map(options.platforms.map((platform) => [platform.name, platform]));
     // Built here, not at module load: only then is the meter provider startMetrics registered in place.
     this.metrics = options.metrics ?? new GatewayMetrics();
     const queues = options.queues;
     this.outbox =
       queues === undefined
-        ? new Outbox(embeddedOutbox(options.store), platforms, options.outbox, options.logger, this.metrics)
+        ? new Outbox(embeddedOutbox(store), platforms, options.outbox, options.logger, this.metrics)
         : queues.deliveries({ platforms, options: options.outbox, logger: options.logger, metrics: this.metrics });
     this.router = new DeliveryRouter(
-      options.store.homes,
+      store.homes,
       new Set(platforms.keys()),
       this.outbox,
       { strictRouting: options.strictRouting },
@@ -66,7 +73,7 @@ export class Gateway implements Intake {
     );
     this.turns = queues?.turns ?? new LocalTurnQueue({ concurrency: options.concurrency, capacity: options.queueCapacity });
     this.intake = new GatewayIntake({
-      store: options.store,
+      store,
       turns: this.turns,
       metrics: this.metrics,
       logger: options.logger,
@@ -79,7 +86,7 @@ export class Gateway implements Intake {
       suitability: options.suitability,
     });
     this.runner = new TurnRunner({
-      store: options.store,
+      store,
       agent: options.agent,
       router: this.router,
       platforms: options.platforms,
@@ -126,6 +133,18 @@ export class Gateway implements Intake {
     };
   }
 
+  /**
+   * Why the store refuses writes (a full disk), while it does: once a write failed, each call
+   * makes a write that changes nothing, so the first that succeeds ends it. Undefined while
+   * writes succeed.
+   */
+  async storeWriteFailure(): Promise<ThreadlineError | undefined> {
+    if (this.writes.failure() === undefined) return undefined;
+    // Its outcome is recorded by the watch; the failure it may throw is the one reported.
+    await this.store.probeWrite().catch(() => undefined);
+    return this.writes.failure();
+  }
+
   /** Sends what earlier processes left, replays accepted messages they did not finish, opens intake. */
   async start(): Promise<void> {
     const { maxOpenPerDestination } = this.options.outbox;
@@ -138,14 +157,14 @@ export class Gateway implements Intake {
     });
     await this.outbox.start();
     await this.turns.start((job, signal) => this.runner.run(job, signal));
-    for (const stored of await this.options.store.messages.pending()) {
+    for (const stored of await this.store.messages.pending()) {
       try {
         await this.intake.replay(stored);
       } catch (error) {
         // Only a row that no longer validates is dropped; a queue that failed (Redis away) fails the start, the row kept.
         if (!(error instanceof ThreadlineError && UNUSABLE_ROW.has(error.code))) throw error;
         this.options.logger.error({ err: error, message: stored.id }, 'stored message is unusable and was dropped');
-        await this.options.store.messages.complete(stored.id);
+        await this.store.messages.complete(stored.id);
       }
     }
     this.intake.open();

@@ -14,16 +14,17 @@ export interface ProbeOptions {
 /**
  * /v1/health answers 200 whenever the process serves HTTP, draining and with a failed store
  * included: a liveness probe that restarted it would cut the drain short and would not mend a
- * full disk. Its body says what is wrong. /v1/ready answers 200 only while intake is open and
- * the store answers within `storeTimeoutMs`, and intake does not refuse everything; otherwise 503
- * with `{error, code}` (TL_STARTING, TL_SHUTTING_DOWN, TL_STORE_FAILED, TL_REDIS_UNSUITABLE),
- * so traffic goes elsewhere until it is back.
+ * full disk. Its body says what is wrong. /v1/ready answers 200 only while intake is open, the
+ * store answers within `storeTimeoutMs` and takes writes (from a write that failed until one
+ * succeeds: a full disk refuses writes while it still answers reads), and intake does not
+ * refuse everything; otherwise 503 with `{error, code}` (TL_STARTING, TL_SHUTTING_DOWN,
+ * TL_STORE_FAILED, TL_REDIS_UNSUITABLE), so traffic goes elsewhere until it is back.
  */
 export function registerProbes(app: FastifyInstance, gateway: Gateway, { storeTimeoutMs }: ProbeOptions): void {
   const health = new HealthReads(gateway, storeTimeoutMs);
   app.get('/v1/health', { schema: { tags: [HEALTH_TAG], summary: 'Alive: 200 while the process serves HTTP, draining included; the body says what is wrong' } }, async () => {
     const reading = await health.read();
-    if (reading.ok) return healthBody(reading.health);
+    if (reading.ok) return healthBody(reading.health, reading.writeFailure);
     return {
       status: 'degraded',
       reasons: [`the store does not answer (${reading.failure.code}): ${reading.failure.message}`],
@@ -36,13 +37,19 @@ export function registerProbes(app: FastifyInstance, gateway: Gateway, { storeTi
   app.get('/v1/ready', { schema: { tags: [HEALTH_TAG], summary: 'Ready: 200 while intake is open and the store answers, else 503 {error, code}' } }, async (_request, reply) => {
     const reading = await health.read();
     if (!reading.ok) return refuse(reply, reading.failure);
+    if (reading.writeFailure !== undefined) return refuse(reply, writesRefused(reading.writeFailure));
     const { status, reasons, refusal } = reading.health;
     const closed = notAccepting(status) ?? refusal;
     return closed === undefined ? { status, reasons } : refuse(reply, closed);
   });
 }
 
-type HealthReading = { readonly ok: true; readonly health: GatewayHealth } | { readonly ok: false; readonly failure: ThreadlineError };
+/** The gateway's health and, while the store refuses writes, why; or why the store did not answer at all. */
+type HealthReading =
+  | { readonly ok: true; readonly health: GatewayHealth; readonly writeFailure: ThreadlineError | undefined }
+  | { readonly ok: false; readonly failure: ThreadlineError };
+
+type Reading = { readonly health: GatewayHealth; readonly writeFailure: ThreadlineError | undefined };
 
 /**
  * The gateway's health as the probes read it, each within `timeoutMs`. Probes share the one
@@ -50,7 +57,7 @@ type HealthReading = { readonly ok: true; readonly health: GatewayHealth } | { r
  */
 class HealthReads {
   /** The query under way, until it settles; only then does a probe ask the store again. */
-  private inFlight: Promise<GatewayHealth> | undefined;
+  private inFlight: Promise<Reading> | undefined;
 
   constructor(
     private readonly gateway: Gateway,
@@ -64,7 +71,7 @@ class HealthReads {
       timer = setTimeout(() => reject(new ThreadlineError('TL_STORE_FAILED', `The store did not answer within ${this.timeoutMs} ms`)), this.timeoutMs);
     });
     try {
-      return { ok: true, health: await Promise.race([this.query(), expired]) };
+      return { ok: true, ...(await Promise.race([this.query(), expired])) };
     } catch (error) {
       if (error instanceof ThreadlineError && error.code === 'TL_STORE_FAILED') return { ok: false, failure: error };
       return { ok: false, failure: new ThreadlineError('TL_STORE_FAILED', `The store failed: ${messageOf(error)}`, { cause: error }) };
@@ -73,10 +80,12 @@ class HealthReads {
     }
   }
 
-  private query(): Promise<GatewayHealth> {
-    this.inFlight ??= this.gateway.health().finally(() => {
-      this.inFlight = undefined;
-    });
+  private query(): Promise<Reading> {
+    this.inFlight ??= Promise.all([this.gateway.health(), this.gateway.storeWriteFailure()])
+      .then(([health, writeFailure]) => ({ health, writeFailure }))
+      .finally(() => {
+        this.inFlight = undefined;
+      });
     return this.inFlight;
   }
 }
@@ -85,10 +94,16 @@ function refuse(reply: FastifyReply, error: ThreadlineError): FastifyReply {
   return reply.code(503).send({ error: error.message, code: error.code });
 }
 
-function healthBody(health: GatewayHealth) {
+/** What readiness answers while the store refuses writes. */
+function writesRefused(failure: ThreadlineError): ThreadlineError {
+  return new ThreadlineError(failure.code, `${failure.message}; ready again once a write succeeds`);
+}
+
+function healthBody(health: GatewayHealth, writeFailure: ThreadlineError | undefined) {
+  const refused = writeFailure === undefined ? [] : [`the store refuses writes (${writeFailure.code}): ${writeFailure.message}; /v1/ready answers 503 until one succeeds`];
   return {
-    status: health.status,
-    reasons: health.reasons,
+    status: refused.length > 0 && health.status === 'ok' ? 'degraded' : health.status,
+    reasons: [...health.reasons, ...refused],
     queued: health.queued,
     outbox_pending: health.outbox.open,
     outbox_full_chats: health.outbox.fullChats,

@@ -64,7 +64,7 @@ export class TurnRunner {
   /** Runs one job's turn; its signal aborts on /stop of its session or at shutdown. Never rejects. */
   run(job: TurnJob, signal: AbortSignal): Promise<void> {
     // A replay of this message numbers its tool calls the same way, so their effects happen once.
-    const turnContext = contextWithTurnCalls(job.context, job.id);
+    const turnContext = contextWithTurnCalls(job.context, job.id, this.options.store.calls);
     // The session object of this turn's context: found again in every context derived from it.
     const ownSession = getSession(turnContext);
     return context.with(turnContext, async () => {

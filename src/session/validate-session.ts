@@ -1,4 +1,5 @@
-import { SessionFieldError } from '../errors.js';
+import { SessionFieldError, ThreadlineError } from '../errors.js';
+import type { Destination } from './delivery.js';
 import { CHAT_TYPES, SESSION_FIELDS, type ChatType, type Session, type SessionInput } from './session.js';
 import { deriveSessionId } from './session-key.js';
 
@@ -88,13 +89,40 @@ export function optionalText(input: object, field: string): string | undefined {
     throw new SessionFieldError(field, `must be a string, got ${describe(value)}; convert numeric ids with String(id)`);
   }
   if (value.length === 0) throw new SessionFieldError(field, 'must not be empty; omit the field when there is none');
-  if (value.length > MAX_FIELD_LENGTH) {
-    throw new SessionFieldError(field, `must be at most ${MAX_FIELD_LENGTH} characters, got ${value.length}`);
-  }
-  if (UNSAFE_CHARACTERS.test(value)) {
-    throw new SessionFieldError(field, 'must not contain control characters, line separators or lone surrogates');
-  }
+  const problem = idProblem(value);
+  if (problem !== undefined) throw new SessionFieldError(field, problem);
   return value;
+}
+
+/** What is wrong with a non-empty id or name, in words, or undefined when nothing is. */
+function idProblem(value: string): string | undefined {
+  if (value.length > MAX_FIELD_LENGTH) return `must be at most ${MAX_FIELD_LENGTH} characters, got ${value.length}`;
+  if (UNSAFE_CHARACTERS.test(value)) return 'must not contain control characters, line separators or lone surrogates';
+  return undefined;
+}
+
+/**
+ * Checks a destination named from outside any session (a send_message, `/send`, `threadline
+ * send` or cron target) by the rules its platform, chat and thread ids meet when a message
+ * arrives from them, so no id a platform could never have sent (a NUL, a newline, 990
+ * characters) is stored or sent to. Throws TL_TARGET_INVALID naming the bad part.
+ */
+export function validateDestination(destination: Destination): Destination {
+  if (!PLATFORM_PATTERN.test(destination.platform)) {
+    throw new ThreadlineError('TL_TARGET_INVALID', `The target's platform ${quoted(destination.platform)} is no platform name (a-z, 0-9, _ or -, at most 32)`);
+  }
+  for (const [part, value] of [['chat id', destination.chatId], ['thread id', destination.threadId]] as const) {
+    if (value === undefined) continue;
+    const problem = value === '' ? 'must not be empty' : idProblem(value);
+    if (problem !== undefined) throw new ThreadlineError('TL_TARGET_INVALID', `The target's ${part} ${quoted(value)} ${problem}`);
+  }
+  return destination;
+}
+
+/** An id quoted in an error: its start, escaped, so no control character or line separator of it reaches the message. */
+function quoted(value: string): string {
+  // JSON escapes control characters and lone surrogates, not the line separators.
+  return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value).replace(/[\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
 
 function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {

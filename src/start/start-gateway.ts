@@ -13,11 +13,13 @@ import { connectMcpServers } from '../tools/mcp/connect-mcp-servers.js';
 import { parseMcpServers, type McpServerConfig } from '../tools/mcp/mcp-servers-config.js';
 import type { Platform } from '../platforms/platform.js';
 import { MattermostPlatform } from '../platforms/mattermost/mattermost-platform.js';
+import { MatrixPlatform } from '../platforms/matrix/matrix-platform.js';
 import { SlackPlatform } from '../platforms/slack/slack-platform.js';
 import { TelegramPlatform } from '../platforms/telegram/telegram-platform.js';
 import { WebhookPlatform } from '../platforms/webhook/webhook-platform.js';
 import { recordBackend } from '../store/data-dir-backend.js';
 import { acquireDataDirLock } from '../store/data-dir-lock.js';
+import { StoreWrites } from '../store/store-writes.js';
 import type { AnyStore } from '../store/store.js';
 import type { RedisBackend } from '../queue/redis-backend.js';
 import { commandSettings } from './command-settings.js';
@@ -111,12 +113,15 @@ async function assemble(config: GatewayConfig, parts: GatewayParts, store: AnySt
 async function assembleGateway(
   config: GatewayConfig,
   parts: GatewayParts,
-  store: AnyStore,
+  given: AnyStore,
   unlock: () => void,
   /** With THREADLINE_REDIS_URL: the queues, the instances' heartbeats and leases. */
   backend?: RedisBackend,
 ): Promise<RunningGateway> {
   const { logger } = parts;
+  // Every write, the tools' too, tells readiness whether the store takes writes.
+  const storeWrites = new StoreWrites(logger);
+  const store = storeWrites.watched(given);
   const platforms: Platform[] = [new WebhookPlatform({ ...config.webhook, idempotencyTtlMs: config.webhookIdempotencyMs, logger, keepBaggage: config.inboundBaggage })];
   if (config.telegram !== undefined) {
     // Long polling on one instance at a time: two pollers steal each other's updates (409 Conflict).
@@ -128,6 +133,11 @@ async function assembleGateway(
     // One websocket at a time: two would each take every post.
     const lease = backend === undefined ? {} : { lease: backend.leases };
     platforms.push(new MattermostPlatform({ ...config.mattermost, logger, keepBaggage: config.inboundBaggage, ...lease }));
+  }
+  if (config.matrix !== undefined) {
+    // One /sync loop at a time: two would take each batch twice and move the token under each other.
+    const syncLease = backend === undefined ? {} : { syncLease: backend.leases };
+    platforms.push(new MatrixPlatform({ ...config.matrix, logger, keepBaggage: config.inboundBaggage, syncTokens: store.syncTokens, ...syncLease }));
   }
   const clock = parts.clock ?? systemClock;
   // The router exists once the gateway does; tools only deliver after start(), so this late binding is safe.
@@ -152,6 +162,7 @@ async function assembleGateway(
   const agent = typeof parts.agent === 'function' ? parts.agent(toolbox) : (parts.agent ?? defaultAgent(config, toolbox, store, logger));
   const gateway = new Gateway({
     store,
+    storeWrites,
     ...(backend === undefined ? {} : { queues: backend.queues, suitability: backend.suitability }),
     platforms,
     agent,
@@ -183,6 +194,8 @@ async function assembleGateway(
     });
   });
   try {
+    // Before replay and intake: a replayed /run's new command directory is no leftover to clean up.
+    await toolbox.adopt();
     await gateway.start();
     await toolbox.start();
   } catch (error) {

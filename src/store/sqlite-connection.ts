@@ -111,7 +111,7 @@ export class SqliteConnection {
   }
 
   private enqueue<K extends OperationName>(name: K, args: readonly unknown[], lazy: boolean): Promise<ReturnType<SqliteOperations[K]>> {
-    if (this.closed) return Promise.reject(new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} is closed`));
+    if (this.closed) return Promise.reject(new ThreadlineError('TL_STORE_FAILED', 'The store is closed'));
     if (this.closeReadOnly !== undefined && !READ_OPERATIONS.has(name)) {
       return Promise.reject(new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} is open read-only: ${name} would change it`));
     }
@@ -177,13 +177,22 @@ export class SqliteConnection {
         try {
           callers[i]!.resolve(this.runOne(name, args));
         } catch (error) {
-          callers[i]!.reject(new ThreadlineError('TL_STORE_FAILED', `The store at ${this.name} refused ${this.closeReadOnly === undefined ? 'a write' : 'a read'}: ${describe(error)}`));
+          callers[i]!.reject(storeRefused(this.closeReadOnly === undefined ? 'a write' : 'a read', error));
         }
       }
       return;
     }
     for (let i = 0; i < callers.length; i++) callers[i]!.resolve(results[i]);
   }
+}
+
+/**
+ * What a caller is told when SQLite refused its statement: what and why, SQLite's code kept
+ * (SQLITE_FULL), the file's path left out, as the message may reach an HTTP answer; the
+ * gateway logs where the store is (StoreWrites).
+ */
+export function storeRefused(what: 'a write' | 'a read', error: unknown): ThreadlineError {
+  return new ThreadlineError('TL_STORE_FAILED', `The store refused ${what}: ${describe(error)}`, { cause: error });
 }
 
 /** SQLite's own code is kept in the message. */

@@ -31,7 +31,11 @@ export function messageOperations(db: Database.Database) {
   const statement = preparer(db);
   const appendMessage = statement('INSERT INTO messages (id, routing, text, received_at, destination) VALUES (?, ?, ?, ?, ?)');
   const removeMessage = statement('DELETE FROM messages WHERE id = ?');
+  // A completed message is never replayed: what its calls recorded goes with it (a lookup, no write, when none did).
+  const forgetCalls = statement('DELETE FROM call_results WHERE message_id = ?');
   // Ids are time-ordered: within a millisecond they keep the order messages were accepted in.
+  // In place, the same value: a page written and committed like any write, nothing changed.
+  const probeWrite = statement(`UPDATE open_counts SET open = open WHERE destination = ''`);
   const pendingMessages = statement<MessageRow>('SELECT id, routing, text, received_at FROM messages ORDER BY received_at, id');
   const intakeAnswer = statement<{ answer: string }>('SELECT answer FROM intake_keys WHERE key = ? AND expires_at > ?');
   const rememberKey = statement(
@@ -63,7 +67,12 @@ export function messageOperations(db: Database.Database) {
     },
     completeMessage(id: string): void {
       removeMessage.run(id);
+      forgetCalls.run(id);
     },
     pendingMessages: (): MessageRow[] => pendingMessages.all(),
+    /** A write that changes nothing: whether the database takes writes. */
+    probeWrite(): void {
+      probeWrite.run();
+    },
   };
 }

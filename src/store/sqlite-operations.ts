@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { callOperations } from './sqlite-calls.js';
 import { conversationOperations } from './sqlite-conversations.js';
 import { historyOperations } from './sqlite-history.js';
 import { homeOperations } from './sqlite-homes.js';
@@ -8,6 +9,7 @@ import { processOperations } from './sqlite-processes.js';
 import type { Retention } from './retention.js';
 import { pruner } from './sqlite-prune.js';
 import { scheduleOperations } from './sqlite-schedules.js';
+import { syncTokenOperations } from './sqlite-sync-tokens.js';
 
 // Where callers found them before the statements were split by table.
 export { openDatabase, openReadOnlyDatabase, type ReadOnlyDatabase } from './sqlite-database.js';
@@ -30,6 +32,8 @@ export function sqliteOperations(db: Database.Database, retention: Retention) {
     ...processOperations(db),
     ...scheduleOperations(db),
     ...historyOperations(db),
+    ...callOperations(db),
+    ...syncTokenOperations(db),
   };
 }
 
@@ -56,4 +60,6 @@ export const READ_OPERATIONS: ReadonlySet<OperationName> = new Set<OperationName
   'getSchedule',
   'overdueSchedules',
   'recentHistory',
+  'recordedCall',
+  'getSyncToken',
 ]);

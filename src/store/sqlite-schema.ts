@@ -12,7 +12,8 @@ export const NEXT_AT = `(CASE status WHEN 'sending' THEN lease_until ELSE due_at
  * What the tools keep, touched by tools alone so a message's way writes none of it. Processes
  * and schedules are few (capped per destination and in all when added) and counted by their
  * destination index; history is bounded per session and per destination's mirrored entries
- * by each write, and by age in the prune loop. `seq` orders history by insertion.
+ * by each write, and by age in the prune loop. `seq` orders history by insertion. A call's
+ * recorded result lives as long as the message whose turn made it.
  */
 const TOOL_TABLES = `
 CREATE TABLE IF NOT EXISTS processes (
@@ -58,6 +59,12 @@ CREATE TABLE IF NOT EXISTS history (
 CREATE INDEX IF NOT EXISTS history_session ON history (session_id, seq) WHERE session_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS history_mirrored ON history (destination, seq) WHERE session_id IS NULL;
 CREATE INDEX IF NOT EXISTS history_age ON history (at);
+CREATE TABLE IF NOT EXISTS call_results (
+  key TEXT PRIMARY KEY,
+  message_id TEXT NOT NULL,
+  result TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS call_results_message ON call_results (message_id);
 `;
 
 /**
@@ -148,6 +155,13 @@ CREATE TABLE IF NOT EXISTS homes (
 CREATE TABLE IF NOT EXISTS conversations (
   key TEXT PRIMARY KEY,
   epoch INTEGER NOT NULL
+);
+-- Where each platform event stream read by position (Matrix's /sync) was read up to. Made by
+-- every writable open, so an older store gains it without a new schema version; read-only
+-- readers never ask for it.
+CREATE TABLE IF NOT EXISTS sync_tokens (
+  stream TEXT PRIMARY KEY,
+  token TEXT NOT NULL
 );
 ${TOOL_TABLES}`;
 

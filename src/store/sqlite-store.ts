@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { LRUCache } from 'lru-cache';
 import {
   formatDestination,
@@ -20,6 +21,7 @@ import type { ScheduleRow } from './sqlite-schedules.js';
 import { SqliteConnection } from './sqlite-connection.js';
 import {
   MAX_STATE_IDS,
+  type CallResults,
   type Conversations,
   type DeliveryState,
   type HistoryEntry,
@@ -36,6 +38,7 @@ import {
   type ScheduleState,
   type ScheduleTable,
   type Store,
+  type SyncTokens,
   type UnreportedProcess,
 } from './store.js';
 
@@ -63,8 +66,13 @@ export class SqliteStore implements Store {
   readonly processes: ProcessTable;
   readonly schedules: ScheduleTable;
   readonly history: HistoryLog;
+  readonly calls: CallResults;
+  readonly syncTokens: SyncTokens;
 
-  private constructor(private readonly thread: SqliteConnection) {
+  private constructor(
+    private readonly thread: SqliteConnection,
+    readonly location: string,
+  ) {
     this.messages = messageLog(thread);
     this.outbox = outbox(thread);
     this.homes = homeChannels(thread);
@@ -72,11 +80,13 @@ export class SqliteStore implements Store {
     this.processes = processTable(thread);
     this.schedules = scheduleTable(thread);
     this.history = historyLog(thread);
+    this.calls = callResults(thread);
+    this.syncTokens = syncTokens(thread);
   }
 
   /** Opens the store, creating it and its directory if needed; TL_STORE_FAILED says why it cannot. */
   static async open(path: string, retention: Retention = DEFAULT_RETENTION): Promise<SqliteStore> {
-    return new SqliteStore(SqliteConnection.open(path, retention));
+    return new SqliteStore(SqliteConnection.open(path, retention), resolve(path));
   }
 
   /**
@@ -86,7 +96,11 @@ export class SqliteStore implements Store {
    * TL_STORE_FAILED. TL_STORE_FAILED also says why it cannot be opened.
    */
   static async openReadOnly(path: string): Promise<SqliteStore> {
-    return new SqliteStore(SqliteConnection.openReadOnly(path, DEFAULT_RETENTION));
+    return new SqliteStore(SqliteConnection.openReadOnly(path, DEFAULT_RETENTION), resolve(path));
+  }
+
+  probeWrite(): Promise<void> {
+    return this.thread.call('probeWrite');
   }
 
   close(): Promise<void> {
@@ -275,6 +289,13 @@ function homeChannels(thread: SqliteConnection): HomeChannels {
   };
 }
 
+function syncTokens(thread: SqliteConnection): SyncTokens {
+  return {
+    get: (stream) => thread.call('getSyncToken', stream),
+    advance: (stream, previous, token) => thread.call('advanceSyncToken', stream, previous ?? null, token),
+  };
+}
+
 function conversations(thread: SqliteConnection): Conversations {
   // Every message asks for its conversation's epoch, and this process is the store's only
   // writer, so known epochs are answered from memory without waiting for a commit. A read
@@ -431,6 +452,13 @@ function toScheduleState(row: ScheduleRow): ScheduleState {
     ...(row.timezone === null ? {} : { timezone: row.timezone }),
     nextAt: row.next_at,
     createdAt: row.created_at,
+  };
+}
+
+function callResults(thread: SqliteConnection): CallResults {
+  return {
+    get: (messageId, key) => thread.call('recordedCall', key, messageId),
+    record: (messageId, key, result) => thread.call('recordCall', key, messageId, result),
   };
 }
 

@@ -17,6 +17,17 @@ export interface Store<O extends OutboxRecords = OutboxStore> {
   readonly schedules: ScheduleTable;
   /** Each session's conversation with the model, and text mirrored into it by send_message. */
   readonly history: HistoryLog;
+  /** What a turn's tool calls returned, kept until their message completes, so its replay is answered with it. */
+  readonly calls: CallResults;
+  /** Where it is, for log lines only (an error a caller sees never names it): the SQLite file, or Redis and the keys' prefix. */
+  readonly location: string;
+  /**
+   * Makes a write that changes nothing and fails as any write would (a full disk, a Redis out
+   * of memory): once a write failed, readiness asks it whether writes succeed again.
+   */
+  probeWrite(): Promise<void>;
+  /** Where a platform's event stream was read up to (Matrix's `/sync` token). */
+  readonly syncTokens: SyncTokens;
   close(): Promise<void>;
 }
 
@@ -181,6 +192,22 @@ export interface DeliveryState {
 export interface HomeChannels {
   get(platform: string): Promise<Destination | undefined>;
   set(destination: Destination): Promise<void>;
+}
+
+/**
+ * Where each platform event stream that is read by position (Matrix's `/sync` `next_batch`) was
+ * read up to, by stream name: advanced only once what was read before it is accepted, so a
+ * restart reads on from there, neither losing nor repeating events. Compare-and-set: a reader
+ * that lost the stream to another instance cannot move it back.
+ */
+export interface SyncTokens {
+  /** The stored token of `stream`; undefined when none was stored yet. */
+  get(stream: string): Promise<string | undefined>;
+  /**
+   * Stores `token` for `stream` when the stored one is still `previous` (undefined: none stored
+   * yet) and answers true; otherwise changes nothing and answers false.
+   */
+  advance(stream: string, previous: string | undefined, token: string): Promise<boolean>;
 }
 
 /**
@@ -358,4 +385,17 @@ export interface HistoryLog {
   mirror(destination: Destination, entry: HistoryEntry, keep: number): Promise<void>;
   /** The newest `limit` entries of the session and of its destination's mirrored ones, oldest first. */
   recent(sessionId: string, destination: Destination, limit: number): Promise<HistoryEntry[]>;
+}
+
+/**
+ * The results of tool calls whose effect no id of their own makes once (a foreground shell
+ * command), each under its call key (call-key.ts) and with the message whose turn made it:
+ * a turn run again after a crash is answered with the result instead of running the call
+ * again. Forgotten when the message completes.
+ */
+export interface CallResults {
+  /** The result recorded under `key` for message `messageId`, as recorded; undefined when none is. */
+  get(messageId: string, key: string): Promise<string | undefined>;
+  /** Records `result` under `key` (a key recorded already keeps its first result); durable once it resolves. */
+  record(messageId: string, key: string, result: string): Promise<void>;
 }

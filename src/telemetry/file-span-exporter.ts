@@ -1,11 +1,12 @@
 import { closeSync, createWriteStream, mkdirSync, openSync, readSync, renameSync, statSync, unlinkSync, type WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
+import { diag, metrics, type Counter } from '@opentelemetry/api';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
-import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { traceFileLines } from './trace-file-lines.js';
 
 export interface TraceFileLimits {
-  /** The file is rotated before a batch would take it past this size (a larger batch gets a file of its own). */
+  /** No file grows past this size: the file is rotated before a line would take it past, and a batch larger than a file is split over lines. */
   readonly maxBytes: number;
   /** Files kept, this one included: `path`, `path.1` (the newest full one) … `path.<keep - 1>`. */
   readonly keep: number;
@@ -17,14 +18,20 @@ const DEFAULT_LIMITS: TraceFileLimits = { maxBytes: 64 * 1024 * 1024, keep: 4 };
 /**
  * Appends each exported batch to a file as one line of OTLP/JSON (an
  * ExportTraceServiceRequest): the default when no collector is configured, so `npm start`
- * needs no server and the file can be replayed into any OTLP receiver later. The file is
- * rotated at a size and only `keep` files are kept, so spans never fill the disk.
+ * needs no server and the file can be replayed into any OTLP receiver later. No file grows past
+ * `maxBytes` (a larger batch is split over several lines) and only `keep` files are kept, so
+ * spans take at most keep × maxBytes of disk. A span that alone is larger than a file is dropped,
+ * counted and logged.
  */
 export class FileSpanExporter implements SpanExporter {
+  /** Spans larger than a whole file, dropped since start. */
+  droppedSpans = 0;
   private stream: WriteStream | undefined;
   private size = 0;
   /** Streams rotated away, still finishing their writes. */
   private retiring: Promise<void> = Promise.resolve();
+  /** Made at the first drop: a meter got before the SDK registers would be a no-op for good. */
+  private dropCounter: Counter | undefined;
 
   constructor(
     readonly path: string,
@@ -32,24 +39,52 @@ export class FileSpanExporter implements SpanExporter {
   ) {}
 
   export(spans: ReadableSpan[], resultCallback: (result: ExportResult) => void): void {
-    const request = JsonTraceSerializer.serializeRequest(spans)!;
-    const length = request.length + 1; // and its newline
-    let stream: WriteStream;
-    try {
-      stream = this.open();
-      if (this.size > 0 && this.size + length > this.limits.maxBytes) stream = this.rotate();
-    } catch (error) {
-      resultCallback({ code: ExportResultCode.FAILED, error: error as Error });
+    const { lines, dropped } = traceFileLines(spans, this.limits.maxBytes);
+    if (dropped > 0) this.countDropped(dropped);
+    let pending = lines.length;
+    let failed = false;
+    const settle = (error?: Error | null): void => {
+      if (failed) return;
+      if (error) {
+        failed = true;
+        resultCallback({ code: ExportResultCode.FAILED, error });
+      } else if (--pending === 0) {
+        resultCallback({ code: ExportResultCode.SUCCESS });
+      }
+    };
+    if (pending === 0) {
+      resultCallback({ code: ExportResultCode.SUCCESS });
       return;
     }
-    this.size += length;
-    // Two writes in one writev: the batch is not copied to append its newline.
-    stream.cork();
-    stream.write(request);
-    stream.write(NEWLINE, (error) => {
-      resultCallback(error ? { code: ExportResultCode.FAILED, error } : { code: ExportResultCode.SUCCESS });
+    for (const line of lines) {
+      const length = line.length + 1; // and its newline
+      let stream: WriteStream;
+      try {
+        stream = this.open();
+        if (this.size > 0 && this.size + length > this.limits.maxBytes) stream = this.rotate();
+      } catch (error) {
+        settle(error as Error);
+        return;
+      }
+      this.size += length;
+      // Two writes in one writev: the batch is not copied to append its newline.
+      stream.cork();
+      stream.write(line);
+      stream.write(NEWLINE, settle);
+      stream.uncork();
+    }
+  }
+
+  /** Spans too large for any file: counted (threadline.trace_file.spans_dropped) and said in the log. */
+  private countDropped(count: number): void {
+    this.droppedSpans += count;
+    this.dropCounter ??= metrics.getMeter('threadline').createCounter('threadline.trace_file.spans_dropped', {
+      description: 'Spans not written to the trace file because each alone is larger than THREADLINE_TRACE_FILE_MAX_BYTES',
     });
-    stream.uncork();
+    this.dropCounter.add(count);
+    diag.warn(
+      `trace file: dropped ${count} span(s) each larger than THREADLINE_TRACE_FILE_MAX_BYTES (${this.limits.maxBytes} bytes) on its own; ${this.droppedSpans} since start`,
+    );
   }
 
   async forceFlush(): Promise<void> {
@@ -72,7 +107,8 @@ export class FileSpanExporter implements SpanExporter {
   private open(): WriteStream {
     if (this.stream === undefined) {
       mkdirSync(dirname(this.path), { recursive: true });
-      const stream = createWriteStream(this.path, { flags: 'a' });
+      // Opened now, not when the stream gets to it: a rotation later in the same export must find and rename this very file.
+      const stream = createWriteStream(this.path, { fd: openSync(this.path, 'a') });
       // The write callback reports the failure; unheard, the 'error' event would crash the
       // process. Drop the broken stream so the next export tries to open the file again.
       stream.on('error', () => {

@@ -1,9 +1,15 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { startLocalServer, type LocalRequest, type LocalResponse, type LocalServer } from './local-server.js';
 import type { WebhookDelivery } from '../platforms/webhook/webhook-schema.js';
+import { basicAuthOf } from '../platforms/basic-auth.js';
 
 /** What the gateway POSTs to THREADLINE_WEBHOOK_DELIVERY_URL, as its schema states it (an attachment's bytes in `attachment.data_base64`). */
 export type WebhookDeliveryBody = WebhookDelivery;
+
+export interface DeliveryReceiverOptions {
+  /** Answer 401 to a request without this `Authorization: Basic` pair; `url` then carries it as `user:password@`. */
+  readonly auth?: { readonly username: string; readonly password: string } | undefined;
+}
 
 export interface ReceivedDelivery {
   readonly body: WebhookDeliveryBody;
@@ -24,18 +30,25 @@ export class DeliveryReceiver {
   private failAll: number | undefined;
   private waiters: (() => void)[] = [];
 
-  private constructor(private readonly server: LocalServer) {}
+  private constructor(
+    private readonly server: LocalServer,
+    private readonly auth: DeliveryReceiverOptions['auth'],
+  ) {}
 
-  static async start(): Promise<DeliveryReceiver> {
+  static async start(options: DeliveryReceiverOptions = {}): Promise<DeliveryReceiver> {
     let receiver!: DeliveryReceiver;
     const server = await startLocalServer((request) => receiver.handle(request));
-    receiver = new DeliveryReceiver(server);
+    receiver = new DeliveryReceiver(server, options.auth);
     return receiver;
   }
 
-  /** The URL to set as THREADLINE_WEBHOOK_DELIVERY_URL. */
+  /** The URL to set as THREADLINE_WEBHOOK_DELIVERY_URL; with `auth`, its credentials in it (`user:password@`). */
   get url(): string {
-    return `${this.server.origin}/deliveries`;
+    if (this.auth === undefined) return `${this.server.origin}/deliveries`;
+    const url = new URL(`${this.server.origin}/deliveries`);
+    url.username = encodeURIComponent(this.auth.username);
+    url.password = encodeURIComponent(this.auth.password);
+    return url.href;
   }
 
   /** The next `count` requests fail with `status` (and Retry-After when given). */
@@ -76,6 +89,9 @@ export class DeliveryReceiver {
 
   private handle(request: LocalRequest): LocalResponse {
     this.attempts++;
+    if (this.auth !== undefined && request.headers.authorization !== basicAuthOf(new URL(this.url))) {
+      return { status: 401, headers: { 'www-authenticate': 'Basic realm="deliveries"' }, body: 'wrong or missing basic auth' };
+    }
     const failure = this.failAll !== undefined ? { status: this.failAll } : this.failures.shift();
     if (failure !== undefined) {
       const retryAfter = 'retryAfter' in failure ? failure.retryAfter : undefined;

@@ -452,7 +452,8 @@ export class FakeMattermost {
       const route = path.replace(/^\/api\/v4/, '').replace(/\/[a-z0-9]{26}(?=\/|$)/g, '/:id');
       let answer: ReturnType<FakeMattermost['answer']>;
       try {
-        answer = this.answer(method, path, new URLSearchParams(query), { headers: request.headers, raw, body: raw.toString('utf8'), method, path });
+        const params = new URLSearchParams(query);
+        answer = this.answer(method, path, params, { headers: request.headers, raw, body: raw.toString('utf8'), method, path, query: params });
       } catch {
         answer = badRequest('api.context.invalid_body_param.app_error', 'The request body could not be read');
       }

@@ -1,5 +1,5 @@
 export { startTestGateway, TEST_SECRETS, type TestGateway, type TestGatewayOptions, type SendResult, type ExpectedRouting } from './test-gateway.js';
-export { DeliveryReceiver, type ReceivedDelivery, type WebhookDeliveryBody } from './delivery-receiver.js';
+export { DeliveryReceiver, type DeliveryReceiverOptions, type ReceivedDelivery, type WebhookDeliveryBody } from './delivery-receiver.js';
 export { installTestTelemetry, type TestTelemetry } from './test-telemetry.js';
 export { installTestMetrics, type TestMetrics, type CollectedMetrics, type MetricPoint } from './test-metrics.js';
 export {
@@ -24,6 +24,19 @@ export {
   type MattermostCall,
 } from './fake-mattermost.js';
 export { FakeSlack, type SlackSent, type SlackFileSent, type SlackStatus, type SlackUpdate, type SlackMessage } from './fake-slack.js';
+export {
+  FakeMatrix,
+  FAKE_MATRIX_SERVER,
+  type MatrixSent,
+  type MatrixEdit,
+  type MatrixFileSent,
+  type MatrixTyping,
+  type MatrixShown,
+  type MatrixCall,
+  type MatrixEndpoint,
+  type MatrixFailure,
+  type FakeMatrixOptions,
+} from './fake-matrix.js';
 export { ManualClock, type Clock } from '../tools/clock.js';
 export type { Tool, ToolResult, ToolCall } from '../tools/tool.js';
 export { FakeOpenAI, MAX_RECORDED_REQUESTS, type FakeChatRequest, type FakeCompletion, type FakeOpenAIScript, type FakeAnswerOptions, type FakeToolCall, type FakeStreamedAnswer } from './fake-openai.js';

@@ -5,6 +5,8 @@ import { messageOf } from '../errors.js';
 export interface LocalRequest {
   readonly method: string;
   readonly path: string;
+  /** The query string's parameters. */
+  readonly query: URLSearchParams;
   readonly headers: IncomingHttpHeaders;
   /** The body as UTF-8 text. */
   readonly body: string;
@@ -39,6 +41,7 @@ export async function startLocalServer(handle: (request: LocalRequest) => LocalR
         answer = await handle({
           method: request.method ?? 'GET',
           path: (request.url ?? '/').split('?')[0]!,
+          query: new URL(request.url ?? '/', 'http://127.0.0.1').searchParams,
           headers: request.headers,
           body: raw.toString('utf8'),
           raw,

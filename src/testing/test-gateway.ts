@@ -17,6 +17,7 @@ import { createLogger } from '../telemetry/logger.js';
 import { slackSignature } from '../platforms/slack/slack-signature.js';
 import { DeliveryReceiver } from './delivery-receiver.js';
 import { FakeMattermost } from './fake-mattermost.js';
+import { FakeMatrix } from './fake-matrix.js';
 import { FakeSlack } from './fake-slack.js';
 import { FakeTelegram } from './fake-telegram.js';
 import { installTestMetrics, type CollectedMetrics } from './test-metrics.js';
@@ -35,6 +36,8 @@ export interface TestGatewayOptions {
   readonly slack?: boolean;
   /** Enable Mattermost against a local fake server (REST and websocket); started once its websocket is connected. */
   readonly mattermost?: boolean;
+  /** Enable Matrix against a local fake homeserver; started once the bot's /sync reads on from a stored token. */
+  readonly matrix?: boolean;
   /**
    * `manual`: reminders, cron runs and progress checks wait for `advanceTime()` instead of the
    * wall clock (deliveries and their retries still run in real time). Refused with
@@ -63,6 +66,7 @@ export const TEST_SECRETS = {
   slackSigningSecret: 'slack-signing-secret',
   webhookToken: 'test-webhook-token-0123456789',
   mattermostToken: 'mattermost-test-token',
+  matrixAccessToken: 'matrix-test-token',
 } as const;
 
 export interface SendResult {
@@ -84,6 +88,8 @@ export interface TestGateway {
   readonly slack: FakeSlack | undefined;
   /** The fake Mattermost: `mattermost.userPost()` writes as a user; what the bot posted is recorded. */
   readonly mattermost: FakeMattermost | undefined;
+  /** The fake homeserver: `matrix.postMessage()` writes into a room or thread as a user; what the bot sent is recorded. */
+  readonly matrix: FakeMatrix | undefined;
   readonly telemetry: TestTelemetry;
   /** The gateway now running (a new one after `restart()`). */
   readonly running: RunningGateway;
@@ -161,6 +167,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const telegram = options.telegram ? await FakeTelegram.start() : undefined;
   const slack = options.slack ? await FakeSlack.start() : undefined;
   const mattermost = options.mattermost ? await FakeMattermost.start({ token: TEST_SECRETS.mattermostToken }) : undefined;
+  const matrix = options.matrix ? await FakeMatrix.start({ accessToken: TEST_SECRETS.matrixAccessToken }) : undefined;
   const dataDir = mkdtempSync(join(tmpdir(), 'threadline-test-'));
   const webhookToken = options.webhookToken === true ? TEST_SECRETS.webhookToken : options.webhookToken;
   const config = readGatewayConfig({
@@ -180,6 +187,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
           THREADLINE_SLACK_API_URL: slack.apiUrl,
         }),
     ...(mattermost === undefined ? {} : { THREADLINE_MATTERMOST_URL: mattermost.url, THREADLINE_MATTERMOST_TOKEN: TEST_SECRETS.mattermostToken }),
+    ...(matrix === undefined ? {} : { THREADLINE_MATRIX_HOMESERVER_URL: matrix.homeserverUrl, THREADLINE_MATRIX_ACCESS_TOKEN: TEST_SECRETS.matrixAccessToken }),
     PORT: '0',
     HOST: '127.0.0.1',
     THREADLINE_DATA_DIR: dataDir,
@@ -192,11 +200,15 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   });
   const clock = options.clock === 'manual' ? new ManualClock() : undefined;
   const logger = createLogger({ level: process.env['THREADLINE_LOG_LEVEL'] ?? 'silent' });
+  const startOnly = () =>
+    startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}), ...(clock ? { clock } : {}), ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}), ...(options.tools ? { tools: options.tools } : {}) });
   const start = async () => {
     const connections = mattermost?.connections ?? 0;
-    const started = await startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}), ...(clock ? { clock } : {}), ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}), ...(options.tools ? { tools: options.tools } : {}) });
-    // Posts written before the websocket is up would wait for a catch-up: a test starts once it is.
-    await mattermost?.waitForConnections(connections + 1).catch(async (error: unknown) => {
+    const syncs = matrix?.sinceSyncs ?? 0;
+    const started = await startOnly();
+    // Posts written before Mattermost's websocket is up would wait for a catch-up, and messages
+    // written before Matrix's first sync would be history, which a bot's first sync skips.
+    await Promise.all([mattermost?.waitForConnections(connections + 1), matrix?.waitForSinceSyncs(syncs + 1)]).catch(async (error: unknown) => {
       await started.stop();
       throw error;
     });
@@ -248,6 +260,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     telegram,
     slack,
     mattermost,
+    matrix,
     send: (message, headers = {}) =>
       post('/v1/messages', JSON.stringify(message), webhookToken === undefined || 'authorization' in headers ? headers : { authorization: `Bearer ${webhookToken}`, ...headers }),
     sendTelegram: (update, secret = TEST_SECRETS.telegramWebhookSecret) =>
@@ -293,7 +306,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     },
     stop: async () => {
       await running.stop();
-      await Promise.all([receiver.close(), telegram?.close(), slack?.close(), mattermost?.close()]);
+      await Promise.all([receiver.close(), telegram?.close(), slack?.close(), mattermost?.close(), matrix?.close()]);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

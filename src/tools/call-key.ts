@@ -1,18 +1,23 @@
 import { createHash } from 'node:crypto';
 import { createContextKey, type Context } from '@opentelemetry/api';
 import { activeContext } from '../session/index.js';
+import type { CallResults } from '../store/store.js';
 
-/** The turn's message id and how many tool calls it has made: owned by the turn, counted by executeTool. */
+/** The turn's message id, how many tool calls it has made, and where their results are recorded. */
 interface TurnCalls {
   readonly messageId: string;
+  readonly results: CallResults | undefined;
   calls: number;
 }
 
 const TURN_CALLS = createContextKey('threadline.tools.turn-calls');
 
-/** `ctx` as the context of a turn of message `messageId`: its tool calls get keys that a replay of the turn repeats. */
-export function contextWithTurnCalls(ctx: Context, messageId: string): Context {
-  return ctx.setValue(TURN_CALLS, { messageId, calls: 0 } satisfies TurnCalls);
+/**
+ * `ctx` as the context of a turn of message `messageId`: its tool calls get keys that a replay
+ * of the turn repeats, and the calls of a tool that records its result record it in `results`.
+ */
+export function contextWithTurnCalls(ctx: Context, messageId: string, results?: CallResults): Context {
+  return ctx.setValue(TURN_CALLS, { messageId, results, calls: 0 } satisfies TurnCalls);
 }
 
 /**
@@ -23,6 +28,12 @@ export function nextCallKey(ctx: Context = activeContext()): string | undefined 
   const turn = ctx.getValue(TURN_CALLS) as TurnCalls | undefined;
   if (turn === undefined) return undefined;
   return `${turn.messageId}/${++turn.calls}`;
+}
+
+/** Where this turn's calls record their results: the message they belong to and the store; undefined outside a turn. */
+export function turnCallResults(ctx: Context = activeContext()): { readonly messageId: string; readonly results: CallResults } | undefined {
+  const turn = ctx.getValue(TURN_CALLS) as TurnCalls | undefined;
+  return turn?.results === undefined ? undefined : { messageId: turn.messageId, results: turn.results };
 }
 
 /** A short id users type (`prefix` and 5 base-36 characters) made from a call key: the same key, the same id. */

@@ -28,6 +28,12 @@ export interface ToolDefinition<Schema extends ToolInputSchema, Input> {
    */
   readonly trustedOutput?: boolean | undefined;
   /**
+   * Record what a call returns under its key, so a turn replayed after a crash is answered with
+   * it instead of running the call again (Tool.recordsResult). Default false: a tool makes its
+   * effects once by ids of its own, or has none.
+   */
+  readonly recordsResult?: boolean | undefined;
+  /**
    * Runs a call with its checked input, inside the turn's session: read chat and thread with
    * getSession() or requireSession(). What it returns (a string, or text with a file) is what
    * the model is told; a ThreadlineError thrown is told to the model as `error: <message>`.
@@ -44,7 +50,7 @@ export function defineTool<Schema extends StandardSchemaV1>(
 ): Tool<StandardSchemaV1.InferOutput<Schema>>;
 export function defineTool(definition: ToolDefinition<JsonSchema, Record<string, unknown>>): Tool;
 export function defineTool(definition: ToolDefinition<ToolInputSchema, unknown>): Tool<unknown> {
-  const { name, description, input: schema, parameters, adminOnly = false, enabled = true, platforms, trustedOutput = false, run } = definition;
+  const { name, description, input: schema, parameters, adminOnly = false, enabled = true, platforms, trustedOutput = false, recordsResult = false, run } = definition;
   if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
     throw new ThreadlineError('TL_CONFIG_INVALID', `A tool name is 1 to 64 letters, digits, _ or -: ${JSON.stringify(String(name).slice(0, 80))} is not`);
   }
@@ -60,6 +66,7 @@ export function defineTool(definition: ToolDefinition<ToolInputSchema, unknown>)
     enabled,
     platforms: platforms === undefined ? undefined : [...platforms],
     trustedOutput,
+    recordsResult,
     async run(checked, call) {
       const result = await run(checked, call);
       return typeof result === 'string' ? { text: result } : result;

@@ -5,6 +5,7 @@ import { threadlineTracer } from '../telemetry/tracer.js';
 import type { Tool, ToolCall, ToolResult } from './tool.js';
 import { markedFromEnvironment } from './tool-surface.js';
 import { nextCallKey } from './call-key.js';
+import { runRecorded } from './recorded-call.js';
 
 const tracer = threadlineTracer();
 
@@ -47,7 +48,7 @@ function traced<Input>(tool: Tool<Input>, args: unknown, call: ToolCall & { read
           throw new ThreadlineError('TL_NOT_ADMIN', `${tool.name} is for admins (THREADLINE_ADMINS)`);
         }
         const idempotencyKey = call.idempotencyKey ?? nextCallKey();
-        return await tool.run(checked, idempotencyKey === undefined ? call : { ...call, idempotencyKey });
+        return await runRecorded(tool, checked, idempotencyKey === undefined ? call : { ...call, idempotencyKey }, span);
       } catch (error) {
         recordFailure(span, error);
         if (error instanceof ThreadlineError) span.setAttribute('error.type', error.code);

@@ -45,6 +45,11 @@ export interface InstanceLiveness {
 
 /** Work a tool keeps running between messages (watchers, the scheduler), started and stopped with the gateway. */
 export interface BackgroundWork {
+  /**
+   * Takes over what an earlier process left (running commands) before any message runs, a
+   * replayed one included, sending nothing; start() adopts too when this was not called.
+   */
+  adopt?(): Promise<void>;
   /** Adopts what an earlier process left (running commands, missed runs) and starts its timers. */
   start(): Promise<void>;
   /** Stops its timers and waits for the deliveries under way; what it watches keeps running. */

@@ -28,6 +28,12 @@ export interface Tool<Input = Record<string, unknown>> {
    */
   readonly trustedOutput: boolean;
   /**
+   * Its result is recorded under the call's key before the turn goes on, and a turn run again
+   * after a crash is answered with it instead of running the call again: for a tool whose
+   * effect no id of its own makes once (a foreground shell command).
+   */
+  readonly recordsResult?: boolean | undefined;
+  /**
    * Runs the call; resolves with what the caller is told (one line or a few). Throws a
    * ThreadlineError (TL_TOOL_INPUT, TL_TOOL_LIMIT, ...) whose message the user may read.
    */
@@ -52,6 +58,12 @@ export interface ToolCall {
    * list_schedules shows it) and when it is due. Set in a gateway; undefined elsewhere.
    */
   readonly later?: ((text: string, delayMs: number) => Promise<{ readonly id: string; readonly at: number }>) | undefined;
+  /**
+   * The call acts with an admin's rights: an admin's own command, or a model that read only
+   * admins' text. A reminder then counts against the gateway's total alone, not the per-chat
+   * and per-user caps. Default false.
+   */
+  readonly byAdmin?: boolean | undefined;
 }
 
 export interface ToolResult {

@@ -11,6 +11,8 @@ import type { ToolsConfig } from './tools-config.js';
 
 /** Every tool of a gateway, by name, and the background work they keep. */
 export interface Toolbox extends BackgroundWork {
+  /** What the tools' background work takes over at start-up; the gateway runs it before it replays a message. */
+  adopt(): Promise<void>;
   readonly tools: ReadonlyMap<string, Tool>;
   readonly skills: Skills;
 }
@@ -49,6 +51,9 @@ export function createToolbox(services: ToolServices, config: ToolsConfig, parts
   return {
     tools,
     skills,
+    async adopt() {
+      for (const work of background) await work.adopt?.();
+    },
     async start() {
       for (const work of background) await work.start();
     },

@@ -1,6 +1,7 @@
 import { commaList } from '../env-vars.js';
 import { ConfigError } from '../errors.js';
 import { isSecretVariable, isUrlSetting } from '../config/secret-variables.js';
+import { resolveRunAs, type RunAs } from './terminal/run-as.js';
 import { readFlag, readInteger, readText, readUrl } from '../config/read-setting.js';
 import { join } from 'node:path';
 import { readMcpServersFile, type McpServers } from './mcp/mcp-servers-config.js';
@@ -16,6 +17,8 @@ export interface TerminalConfig {
   readonly maxTotal: number;
   /** THREADLINE_TERMINAL_ENV: further variables a command gets. */
   readonly passedEnv: readonly string[];
+  /** THREADLINE_TERMINAL_USER: the account commands run as; undefined: the gateway's own. */
+  readonly runAs?: RunAs | undefined;
 }
 
 export interface CronConfig {
@@ -76,6 +79,7 @@ export function readToolsConfig(env: NodeJS.ProcessEnv, dataDir: string): ToolsC
       maxPerChat: readInteger(env, 'THREADLINE_TERMINAL_MAX_PER_CHAT'),
       maxTotal: readInteger(env, 'THREADLINE_TERMINAL_MAX_TOTAL'),
       passedEnv: passedVariables(env),
+      runAs: runAsOf(env),
     },
     cron: cronConfig(env),
     skills: {
@@ -145,4 +149,10 @@ function passedVariables(env: NodeJS.ProcessEnv): string[] {
     }
   }
   return names;
+}
+
+/** THREADLINE_TERMINAL_USER, resolved only when the terminal is on (it asks the account database). */
+function runAsOf(env: NodeJS.ProcessEnv): RunAs | undefined {
+  const spec = readText(env, 'THREADLINE_TERMINAL_USER');
+  return spec === undefined || !readFlag(env, 'THREADLINE_TERMINAL') ? undefined : resolveRunAs(spec);
 }

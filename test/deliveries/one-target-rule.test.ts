@@ -69,4 +69,28 @@ describe('one rule for a target, whichever path resolves it', () => {
     const [sent] = await g.receiver.waitFor(1, 10_000);
     expect(sent!.body).toMatchObject({ kind: 'send', chat_id: 'ops', thread_id: 'deploys', text: 'from the cli' });
   });
+
+  it('/send, /cron --to and threadline send refuse an explicit target with ids no inbound message could carry, saying why', async () => {
+    const g = await start({ env: ADMINS });
+    const long = 'x'.repeat(990);
+    // The schedule tool's input schema caps a target's length before the resolver sees it.
+    const cases: [target: string, reason: RegExp][] = [
+      ['webhook:a%0Ab', /chat id "a\\nb" must not contain control characters/],
+      ['webhook:%00', /chat id "\\u0000" must not contain control characters/],
+      [`webhook:${long}`, /chat id "x{40}…" must be at most 256 characters, got 990|schedule: must NOT have more than 300 characters at target/],
+    ];
+    for (const [target, reason] of cases) {
+      for (const command of [`/send ${target} x`, `/cron "* * * * *" --to ${target} x`]) {
+        const [refusal] = await ask(g, command);
+        expect(refusal!.body.text).toMatch(reason);
+      }
+      let err = '';
+      const io = { out: () => undefined, err: (text: string) => void (err += text), env: { THREADLINE_DATA_DIR: g.dataDir }, color: false };
+      expect(await runThreadline(['send', target, 'x'], io)).toBe(1);
+      expect(err).toMatch(reason);
+      expect(err).toContain('[TL_TARGET_INVALID]');
+    }
+    expect(await g.running.store.schedules.all()).toEqual([]);
+    expect([...g.receiver.unique().values()].every((delivery) => delivery.body.chat_id === 'ops')).toBe(true);
+  });
 });

@@ -121,6 +121,27 @@ describe('TargetResolver', () => {
     expect(() => targets.check(target, SNAPSHOT)).toThrow(expect.objectContaining({ code: 'TL_TARGET_INVALID' }));
   });
 
+  it.each([
+    ['a newline in the chat id', 'telegram:a%0Ab', /^The target's chat id "a\\nb" must not contain control characters/],
+    ['a NUL, percent-encoded', 'telegram:%00', /^The target's chat id "\\u0000" must not contain control characters/],
+    ['an escape in the thread id', 'telegram:c1:t%1B', /^The target's thread id "t\\u001b" must not contain control characters/],
+    ['a line separator', 'telegram:a%E2%80%A8', /^The target's chat id "a\\u2028" must not contain control characters, line separators/],
+    ['a 990-character chat id', `telegram:${'9'.repeat(990)}`, /^The target's chat id "9{40}…" must be at most 256 characters, got 990$/],
+    ['a 990-character thread id', `telegram:c1:${'t'.repeat(990)}`, /^The target's thread id "t{40}…" must be at most 256 characters, got 990$/],
+    ['a platform that is no platform name', 'Tele%20Gram:c1', /^The target's platform "Tele Gram" is no platform name/],
+  ])('refuses an explicit target with %s, as an inbound message with it is refused', async (_what, text, message) => {
+    const targets = resolverFor('set', 'enabled');
+    const target = parseTarget(text);
+    await expect(targets.resolve(target, SNAPSHOT)).rejects.toMatchObject({ code: 'TL_TARGET_INVALID', message: expect.stringMatching(message) });
+    expect(() => targets.check(target, SNAPSHOT)).toThrow(message);
+  });
+
+  it('refuses an explicit destination with a lone surrogate, which no percent-encoding can carry', async () => {
+    const targets = resolverFor('set', 'enabled');
+    const target = { to: 'explicit', destination: { platform: 'telegram', chatId: 'c\uD800' } } as const;
+    await expect(targets.resolve(target, SNAPSHOT)).rejects.toMatchObject({ code: 'TL_TARGET_INVALID' });
+  });
+
   it('reads the enabled platforms as they are now, not as they were when it was made', async () => {
     const platforms = new Set(['webhook', 'telegram']);
     const targets = new TargetResolver({ get: async () => undefined }, platforms);

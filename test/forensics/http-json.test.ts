@@ -1,7 +1,8 @@
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { getJson, httpGet } from '../../src/forensics/http-json.js';
+import { AnswerTooLargeError, getJson, httpGet } from '../../src/forensics/http-json.js';
+import { ReadBudget } from '../../src/forensics/read-budget.js';
 import { assertThreadlineError, rejectionOf } from '../helpers/errors.js';
 
 type Handler = (response: ServerResponse, path: string) => void;
@@ -86,6 +87,25 @@ describe('getJson', () => {
     };
     expect(await failure(getJson(url(), { what, maxBytes: 50 }))).toMatch(/more than 50 bytes/);
     expect((await getJson(url(), { what, maxBytes: 200 })).status).toBe(200);
+  });
+
+  it('counts every body against a shared budget, abandons the one that passes it, and asks nothing more once spent', async () => {
+    let asked = 0;
+    handle = (response) => {
+      asked++;
+      response.writeHead(200, { 'transfer-encoding': 'chunked' });
+      response.end(JSON.stringify({ pad: 'x'.repeat(300) }));
+    };
+    const budget = new ReadBudget(700);
+    expect((await getJson(url(), { what, budget })).status).toBe(200);
+    expect((await getJson(url(), { what, budget })).status).toBe(200);
+    const third = await rejectionOf(getJson(url(), { what, budget }));
+    expect(third).toBeInstanceOf(AnswerTooLargeError);
+    expect((third as AnswerTooLargeError).limit).toBe('budget');
+    expect((third as AnswerTooLargeError).message).toMatch(/the 700 bytes this command reads from the store in all are spent/);
+    expect(budget.spent).toBe(true);
+    expect(await rejectionOf(getJson(url(), { what, budget }))).toBeInstanceOf(AnswerTooLargeError);
+    expect(asked).toBe(3);
   });
 
   it('gives up on a store that does not answer in time', async () => {

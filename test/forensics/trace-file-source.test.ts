@@ -112,8 +112,8 @@ describe('TraceFileSource', () => {
 
   it('reads the files FileSpanExporter rotated, and only those it kept', async () => {
     const path = join(tempDir(), 'exported', 'traces.jsonl');
-    // Each batch is bigger than maxBytes, so each gets a file of its own; three are kept.
-    const exporter = new FileSpanExporter(path, { maxBytes: 10, keep: 3 });
+    // A file holds one batch and not two, so each gets a file of its own; three are kept.
+    const exporter = new FileSpanExporter(path, { maxBytes: Buffer.byteLength(line(...spans({ trace: 1, at: 1 }))) + 16, keep: 3 });
     for (let n = 1; n <= 5; n++) await new Promise((resolve) => exporter.export(spans({ trace: n, at: n }), resolve));
     await exporter.shutdown();
     const source = new TraceFileSource(path);
@@ -148,6 +148,27 @@ describe('TraceFileSource', () => {
     expect(source.warnings()).toEqual([]);
     expect((await source.search(query())).map((trace) => trace.spans.length)).toEqual([3]);
     expect(source.warnings()).toEqual([`skipped 1 line(s) that are not JSON, batches cut off by a crash: ${path}.1 line 2`]);
+  });
+
+  it('skips a line longer than maxLineBytes without reading it whole, reads the rest, and says which line', async () => {
+    const good = line(...spans({ trace: 1, at: 1 }));
+    // A batch of its own, valid but padded past the limit: its trace must not be found.
+    const huge = line(...spans({ trace: 2, at: 2, attributes: { padding: 'x'.repeat(3 * 1024 * 1024) } }));
+    const path = traceFiles(good + huge + good);
+    const source = new TraceFileSource(path, { maxLineBytes: 64 * 1024 });
+    expect(source.maxLineBytes).toBe(64 * 1024);
+    const found = await source.search(query());
+    expect(found.map((trace) => [trace.traceId, trace.spans.length])).toEqual([[traceId(1), 2]]);
+    expect(await source.get(traceId(2))).toBeUndefined();
+    expect(source.warnings()).toEqual([
+      `skipped 1 line(s) longer than 64 KiB, the longest a trace-file line is read (THREADLINE_TRACE_FILE_MAX_BYTES, at most 256 MiB); ` +
+        `their spans were not examined: ${path} line 2 (${Buffer.byteLength(huge) - 1} bytes)`,
+    ]);
+  });
+
+  it('reads lines of up to 64 MiB unless told, and never more than 256 MiB', () => {
+    expect(new TraceFileSource('t').maxLineBytes).toBe(64 * 1024 * 1024);
+    expect(new TraceFileSource('t', { maxLineBytes: 2 ** 40 }).maxLineBytes).toBe(256 * 1024 * 1024);
   });
 
   it('names the file and line of a JSON line that is not a batch of spans, and what is wrong', async () => {

@@ -47,6 +47,10 @@ function withBookkeeping(store: Store, write: BookkeepingWrite): Store {
     processes: store.processes,
     schedules: store.schedules,
     history: store.history,
+    calls: store.calls,
+    location: store.location,
+    probeWrite: () => store.probeWrite(),
+    syncTokens: store.syncTokens,
     close: () => store.close(),
   };
 }
@@ -312,6 +316,10 @@ describe('Gateway stop', () => {
       processes: store.processes,
       schedules: store.schedules,
       history: store.history,
+      calls: store.calls,
+      location: store.location,
+      probeWrite: () => store.probeWrite(),
+      syncTokens: store.syncTokens,
       close: () => store.close(),
     };
     const gateway = gatewayWith(counted, [], [], { metrics });
@@ -330,6 +338,7 @@ describe('Gateway stop', () => {
     const { held, open } = gate();
     const slowAppend: Store = {
       ...store,
+      probeWrite: () => store.probeWrite(),
       close: () => store.close(),
       messages: { ...store.messages, accept: (message, checks) => held.then(() => store.messages.accept(message, checks)) },
     };
@@ -358,6 +367,7 @@ describe('Gateway stop', () => {
     let lookups = 0;
     const slowLookup: Store = {
       ...store,
+      probeWrite: () => store.probeWrite(),
       close: () => store.close(),
       outbox: { ...store.outbox, claim: (...args) => (++lookups, held.then(() => store.outbox.claim(...args))) },
     };

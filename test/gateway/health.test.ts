@@ -7,8 +7,12 @@ import { CommandAgent } from '../../src/gateway/commands/command-agent.js';
 import { Gateway } from '../../src/gateway/gateway.js';
 import { readGatewayConfig } from '../../src/gateway/gateway-config.js';
 import { buildServer } from '../../src/gateway/server.js';
+import { storeRefused } from '../../src/store/sqlite-connection.js';
 import { SqliteStore } from '../../src/store/sqlite-store.js';
-import type { OutboxPressure, Store } from '../../src/store/store.js';
+import { STORE_METHODS, type StoreTable } from '../../src/store/store-writes.js';
+import { startGateway } from '../../src/start/start-gateway.js';
+import { createLogger } from '../../src/telemetry/logger.js';
+import type { AnyStore, OutboxPressure, Store } from '../../src/store/store.js';
 import { startTestGateway } from '../../src/testing/index.js';
 import { until } from '../helpers/gateway.js';
 import { useTempDir } from '../helpers/temp-dir.js';
@@ -54,6 +58,10 @@ async function probedGateway(): Promise<{ gateway: Gateway; app: FastifyInstance
     processes: sqlite.processes,
     schedules: sqlite.schedules,
     history: sqlite.history,
+    calls: sqlite.calls,
+    location: sqlite.location,
+    probeWrite: () => sqlite.probeWrite(),
+    syncTokens: sqlite.syncTokens,
     close: () => sqlite.close(),
   };
   const config = readGatewayConfig({ THREADLINE_DATA_DIR: tempDir() });
@@ -87,6 +95,40 @@ async function probedGateway(): Promise<{ gateway: Gateway; app: FastifyInstance
   });
   const setStore = (next: StoreMode) => void (mode = next);
   return { gateway, app, setStore, store: { set: setStore, queries: () => queries, answerHung } };
+}
+
+/**
+ * A real SQLite store whose every write fails, while `full` is set, as SQLite fails it on a
+ * full disk (SQLITE_FULL, through the connection's own error), its reads going on.
+ */
+function fullDiskStore(sqlite: SqliteStore): { store: AnyStore; fill(full: boolean): void } {
+  let full = false;
+  const refused = () => Promise.reject(storeRefused('a write', Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' })));
+  const table = <T extends StoreTable>(name: T): AnyStore[T] => {
+    const kinds = STORE_METHODS[name] as Record<string, string>;
+    return new Proxy(sqlite[name], {
+      get: (object, property, receiver) => {
+        const value: unknown = Reflect.get(object, property, receiver);
+        if (typeof value !== 'function' || kinds[String(property)] !== 'write') return value;
+        return (...args: unknown[]) => (full ? refused() : (value as (...args: unknown[]) => unknown).apply(object, args));
+      },
+    }) as AnyStore[T];
+  };
+  const store: AnyStore = {
+    messages: table('messages'),
+    outbox: table('outbox'),
+    homes: table('homes'),
+    conversations: table('conversations'),
+    processes: table('processes'),
+    schedules: table('schedules'),
+    history: table('history'),
+    calls: table('calls'),
+    syncTokens: table('syncTokens'),
+    location: sqlite.location,
+    probeWrite: () => (full ? refused() : sqlite.probeWrite()),
+    close: () => sqlite.close(),
+  };
+  return { store, fill: (next) => void (full = next) };
 }
 
 /** A probe's status and JSON body; fails fast rather than waiting out the test's timeout if it hangs. */
@@ -192,5 +234,45 @@ describe('/v1/health (alive) and /v1/ready (takes messages)', () => {
     finishTurn();
     await stopped;
     expect(g.receiver.unique().size).toBe(1);
+  });
+
+  it('when the store refuses writes (a full disk) while it reads: not ready until a write succeeds; no path in any answer, the path in the log', async () => {
+    const dir = tempDir();
+    const path = `${dir}/full-${cleanups.length}.db`;
+    const disk = fullDiskStore(await SqliteStore.open(path));
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'info', destination: { write: (line: string) => void lines.push(line) } });
+    const config = readGatewayConfig({ THREADLINE_DATA_DIR: dir, PORT: '0', HOST: '127.0.0.1' });
+    const running = await startGateway(config, { logger, store: disk.store });
+    cleanups.push(() => running.stop());
+    const get = async (route: string) => {
+      const response = await fetch(`${running.url}${route}`);
+      return { status: response.status, text: await response.text() };
+    };
+    const post = async () => {
+      const response = await fetch(`${running.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ chat_id: 'c', text: 'hi' }) });
+      return { status: response.status, text: await response.text() };
+    };
+    expect((await get('/v1/ready')).status).toBe(200);
+
+    disk.fill(true);
+    const refused = await post();
+    expect(refused.status).toBe(503);
+    expect(JSON.parse(refused.text)).toEqual({ error: 'The store refused a write: database or disk is full (SQLITE_FULL)', code: 'TL_STORE_FAILED' });
+    const ready = await get('/v1/ready');
+    expect(ready.status).toBe(503);
+    expect(JSON.parse(ready.text)).toEqual({ error: expect.stringMatching(/SQLITE_FULL.*ready again once a write succeeds$/), code: 'TL_STORE_FAILED' });
+    const health = await get('/v1/health');
+    expect(health.status).toBe(200);
+    expect(JSON.parse(health.text)).toMatchObject({ status: 'degraded', reasons: [expect.stringContaining('the store refuses writes (TL_STORE_FAILED)')] });
+    for (const answer of [refused, ready, health]) expect(answer.text).not.toContain(dir);
+    // Said once, with where the store is, however many writes fail.
+    const said = lines.map((line) => JSON.parse(line) as { msg: string; store?: string }).filter((record) => record.msg.startsWith('the store refused a write'));
+    expect(said).toEqual([expect.objectContaining({ store: path })]);
+
+    // The disk has room again: the probe's own write finds it, with no message needed first.
+    disk.fill(false);
+    expect(await get('/v1/ready')).toEqual({ status: 200, text: JSON.stringify({ status: 'ok', reasons: [] }) });
+    expect((await post()).status).toBe(202);
   });
 });

@@ -23,6 +23,8 @@ interface AdapterHarness {
   deleteMessage(g: TestGateway, id: string): void;
   /** Files sent, with the text that went with them (caption, comment). */
   files(g: TestGateway): { chatId: string; text: string | undefined }[];
+  /** Typing shows in a whole chat, not in a thread (Matrix): where it was shown names no thread. */
+  readonly typingPerChat?: true;
 }
 
 const telegram: AdapterHarness = {
@@ -139,6 +141,30 @@ const mattermost: AdapterHarness = {
     }),
 };
 
+/**
+ * Matrix: rooms and threads (a thread is its root event's id). Messages are fetched by the
+ * bot's /sync, never pushed to the gateway: what a wrong credential meets is the homeserver's 401.
+ */
+const matrix: AdapterHarness = {
+  name: 'matrix',
+  options: { matrix: true },
+  chat: (i) => `!room${i}:fake.local`,
+  thread: (i) => `$root${i}`,
+  inbound: async (g, m) => {
+    g.matrix!.postMessage(m.chatId, m.text, { threadRoot: m.threadId });
+    return 200;
+  },
+  badAuth: async (g) => (await fetch(`${g.matrix!.homeserverUrl}/_matrix/client/v3/account/whoami`, { headers: { authorization: 'Bearer wrong-token' } })).status,
+  sent: (g) => g.matrix!.sent.map((s) => ({ chatId: s.roomId, threadId: s.threadRoot, text: s.body, replyTo: s.replyTo })),
+  rateLimitNext: (g, seconds) => g.matrix!.failNext(1, { retryAfterMs: seconds * 1000 }),
+  typed: (g) => g.matrix!.typing.filter((t) => t.typing).map((t) => ({ chatId: t.roomId, threadId: undefined })),
+  calls: (g) => g.matrix!.calls.filter((c) => c.endpoint !== 'sync').map((c) => c.endpoint),
+  shown: (g, chatId) => g.matrix!.messagesIn(chatId).filter((m) => m.sender === g.matrix!.userId).map((m) => ({ id: m.eventId, threadId: m.threadRoot, text: m.body })),
+  deleteMessage: (g, id) => g.matrix!.redact(id),
+  files: (g) => g.matrix!.files.map((f) => ({ chatId: f.roomId, text: f.body === f.filename ? undefined : f.body })),
+  typingPerChat: true,
+};
+
 /** An agent that answers with the message's text once `release(text)` is called for it. */
 function heldAgent(): { agent: Agent; release(text: string): void } {
   const gates = new Map<string, () => void>();
@@ -165,7 +191,9 @@ const startTestGateway = useTestGateways();
 let gateway: TestGateway | undefined;
 
 
-describe.each([telegram, slack, mattermost])('$name adapter', (adapter) => {
+describe.each([telegram, slack, mattermost, matrix])('$name adapter', (adapter) => {
+  /** The thread typing shows in: none where it shows in the whole chat. */
+  const typedIn = (thread: string) => (adapter.typingPerChat ? undefined : thread);
   it('replies into the same chat and thread', async () => {
     gateway = await startTestGateway({ ...adapter.options, env: { THREADLINE_DELIVERY_BACKOFF_MS: '20' } });
     expect(await adapter.inbound(gateway, { chatId: adapter.chat(1), threadId: adapter.thread(1), text: 'in topic', messageId: 5 })).toBe(200);
@@ -187,14 +215,14 @@ describe.each([telegram, slack, mattermost])('$name adapter', (adapter) => {
     release('first');
     await until(() => adapter.sent(g).length === 1);
     const typedBefore = adapter.typed(g).length;
-    expect(adapter.typed(g).every((t) => t.chatId === adapter.chat(1) && t.threadId === adapter.thread(1))).toBe(true);
+    expect(adapter.typed(g).every((t) => t.chatId === adapter.chat(1) && t.threadId === typedIn(adapter.thread(1)))).toBe(true);
     // Another turn's typing is the clock: once it repeated twice, the first chat's would have too.
     await adapter.inbound(g, { chatId: adapter.chat(2), threadId: adapter.thread(2), text: 'second', messageId: 32 });
     await until(() => adapter.typed(g).filter((t) => t.chatId === adapter.chat(2)).length >= 3);
     release('second');
     await until(() => adapter.sent(g).length === 2);
     expect(adapter.typed(g).filter((t) => t.chatId === adapter.chat(1))).toHaveLength(typedBefore);
-    expect(adapter.typed(g).every((t) => t.threadId === (t.chatId === adapter.chat(1) ? adapter.thread(1) : adapter.thread(2)))).toBe(true);
+    expect(adapter.typed(g).every((t) => t.threadId === typedIn(t.chatId === adapter.chat(1) ? adapter.thread(1) : adapter.thread(2)))).toBe(true);
   });
 
   it('edits the live message a delivery replaces into its text, or sends anew when it is gone; never elsewhere', async () => {

@@ -2,15 +2,15 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { slackSignature } from '../../src/platforms/slack/slack-signature.js';
-import { DeliveryReceiver, FakeMattermost, FakeSlack, FakeTelegram, fakeMattermostId } from '../../src/testing/index.js';
+import { DeliveryReceiver, FakeMattermost, FakeMatrix, FakeSlack, FakeTelegram, fakeMattermostId } from '../../src/testing/index.js';
 import { startLocalServer, type LocalServer } from '../../src/testing/local-server.js';
 import { until } from '../helpers/gateway.js';
 import { isolatedEnv, runGatewayProcess } from '../helpers/gateway-process.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 
 /**
- * The gateway as `npm start` runs it (register, then cli/main), with Telegram, Slack, Mattermost
- * and the webhook against loopback fakes, logs at debug, and each exporter in turn: no secret it was
+ * The gateway as `npm start` runs it (register, then cli/main), with Telegram, Slack, Mattermost,
+ * Matrix and the webhook against loopback fakes, logs at debug, and each exporter in turn: no secret it was
  * configured with may appear in any byte it wrote (banner, logs, trace file, OTLP bodies, the
  * data dir).
  */
@@ -21,6 +21,7 @@ const SECRETS = {
   telegramWebhookSecret: 'tg-webhook-secret-7Q2xV9',
   slackBotToken: 'xoxb-1111-2222-slackBotTokenSecret',
   slackSigningSecret: 'slack-signing-secret-K8pL3m',
+  matrixAccessToken: 'syt_matrixAccessTokenSecret_Q9wE3r',
   webhookBearer: 'webhook-bearer-secret-Z4nR6t',
   deliveryPassword: 'delivery-password-M1wQ8s',
   deliveryQueryToken: 'delivery-query-token-B5yH2k',
@@ -33,7 +34,13 @@ const SECRETS = {
 /** The secret half of the bot token: what a partial redaction would leave. */
 const TOKEN_TAIL = SECRETS.telegramToken.split(':')[1]!;
 /** Chat ids that hmac mode must keep out of the logs. */
-const CHATS = { webhook: 'plain-chat-id-webhook-42', telegram: -1009876543210, slack: 'CPLAINSLACK42', mattermost: fakeMattermostId('plainmattermost', 42) };
+const CHATS = {
+  webhook: 'plain-chat-id-webhook-42',
+  telegram: -1009876543210,
+  slack: 'CPLAINSLACK42',
+  mattermost: fakeMattermostId('plainmattermost', 42),
+  matrix: '!plainMatrixRoom42:fake.local',
+};
 
 interface Run {
   readonly output: string;
@@ -45,11 +52,12 @@ type Exporter = 'file' | 'http/json' | 'http/protobuf';
 
 async function runGateway(exporter: Exporter): Promise<Run> {
   const dataDir = join(tempDir(), exporter.replace('/', '-'));
-  const [telegram, slack, mattermost, receiver] = await Promise.all([
+  const [telegram, slack, mattermost, receiver, matrix] = await Promise.all([
     FakeTelegram.start(),
     FakeSlack.start(),
     FakeMattermost.start({ token: SECRETS.mattermostToken }),
     DeliveryReceiver.start(),
+    FakeMatrix.start({ accessToken: SECRETS.matrixAccessToken }),
   ]);
   const otlpBodies: Buffer[] = [];
   const otlp: LocalServer = await startLocalServer((request) => {
@@ -76,6 +84,8 @@ async function runGateway(exporter: Exporter): Promise<Run> {
     THREADLINE_SLACK_API_URL: slack.apiUrl,
     THREADLINE_MATTERMOST_URL: mattermost.url,
     THREADLINE_MATTERMOST_TOKEN: SECRETS.mattermostToken,
+    THREADLINE_MATRIX_HOMESERVER_URL: matrix.homeserverUrl,
+    THREADLINE_MATRIX_ACCESS_TOKEN: SECRETS.matrixAccessToken,
     ...(exporter === 'file'
       ? {}
       : {
@@ -85,10 +95,10 @@ async function runGateway(exporter: Exporter): Promise<Run> {
         }),
   });
   const { output, code } = await runGatewayProcess(env, async (base, soFar) => {
-    await exercise(base, { telegram, slack, mattermost, receiver });
-    await until(() => count(soFar(), 'delivery failed for good') >= 4, 15_000);
+    await exercise(base, { telegram, slack, mattermost, receiver, matrix });
+    await until(() => count(soFar(), 'delivery failed for good') >= 5, 15_000);
   });
-  await Promise.all([telegram.close(), slack.close(), mattermost.close(), receiver.close(), otlp.close()]);
+  await Promise.all([telegram.close(), slack.close(), mattermost.close(), receiver.close(), otlp.close(), matrix.close()]);
   const files = readdirSync(dataDir)
     .map((name) => join(dataDir, name))
     .filter((path) => statSync(path).isFile())
@@ -97,14 +107,20 @@ async function runGateway(exporter: Exporter): Promise<Run> {
 }
 
 /** Real sends through every platform, two each: one fails for good (an error logged), one gets through. */
-async function exercise(base: string, fakes: { telegram: FakeTelegram; slack: FakeSlack; mattermost: FakeMattermost; receiver: DeliveryReceiver }): Promise<void> {
+async function exercise(
+  base: string,
+  fakes: { telegram: FakeTelegram; slack: FakeSlack; mattermost: FakeMattermost; receiver: DeliveryReceiver; matrix: FakeMatrix },
+): Promise<void> {
   const post = (path: string, body: object, headers: Record<string, string>) =>
     fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   fakes.receiver.failNext(1, 400);
   fakes.telegram.failNext(1, 400);
   fakes.slack.refuseNext('channel_not_found');
   fakes.mattermost.failNext(1, 400);
+  fakes.matrix.failNext(1, { status: 403, errcode: 'M_FORBIDDEN' });
   await fakes.mattermost.waitForConnections(1, 15_000);
+  // What was written before the bot's first sync is history, which it does not answer.
+  await fakes.matrix.waitForSinceSyncs(1, 15_000);
   const bearer = { authorization: `Bearer ${SECRETS.webhookBearer}` };
   // A caller that put its token in the query: refused, and the query is in no span.
   expect((await post(`/v1/messages?token=${SECRETS.inboundQueryToken}`, { chat_id: CHATS.webhook, text: 'x' }, {})).status).toBe(401);
@@ -119,8 +135,17 @@ async function exercise(base: string, fakes: { telegram: FakeTelegram; slack: Fa
     const signature = slackSignature(SECRETS.slackSigningSecret, timestamp, raw);
     expect((await post('/v1/slack/events', event, { 'x-slack-request-timestamp': timestamp, 'x-slack-signature': signature })).status).toBe(200);
     fakes.mattermost.userPost({ channelId: CHATS.mattermost, message: `mattermost ${n}` });
+    fakes.matrix.postMessage(CHATS.matrix, `matrix ${n}`, { threadRoot: '$plainMatrixThread' });
   }
-  await until(() => fakes.receiver.received.length >= 1 && fakes.telegram.sent.length >= 1 && fakes.slack.sent.length >= 1 && fakes.mattermost.sent.length >= 1, 15_000);
+  await until(
+    () =>
+      fakes.receiver.received.length >= 1 &&
+      fakes.telegram.sent.length >= 1 &&
+      fakes.slack.sent.length >= 1 &&
+      fakes.mattermost.sent.length >= 1 &&
+      fakes.matrix.sent.length >= 1,
+    15_000,
+  );
 }
 
 function count(text: string, needle: string): number {
@@ -135,7 +160,7 @@ describe.each<Exporter>(['file', 'http/json', 'http/protobuf'])('no secret in an
 
   it('ran: started, sent through every platform, logged the failures, stopped cleanly', () => {
     expect(run.code, run.output).toBe(0);
-    expect(count(run.output, 'delivery failed for good')).toBeGreaterThanOrEqual(4);
+    expect(count(run.output, 'delivery failed for good')).toBeGreaterThanOrEqual(5);
     // Spans were written: the Telegram client span's URL, redacted.
     expect(run.written.includes('/bot<redacted>/sendMessage')).toBe(true);
   });
@@ -156,7 +181,10 @@ describe.each<Exporter>(['file', 'http/json', 'http/protobuf'])('no secret in an
   it('logs carry pseudonyms in hmac mode, not the chat id', () => {
     const logs = run.output.split('\n').filter((line) => line.startsWith('{'));
     expect(logs.length).toBeGreaterThan(0);
-    for (const chat of Object.values(CHATS)) expect(logs.filter((line) => line.includes(String(chat)))).toEqual([]);
+    // As written, and percent-encoded as in a URL's path (a Matrix room id is one).
+    for (const chat of Object.values(CHATS)) {
+      for (const form of new Set([String(chat), encodeURIComponent(String(chat))])) expect(logs.filter((line) => line.includes(form))).toEqual([]);
+    }
     expect(logs.some((line) => /"chat\.id":"h_[\w-]{22}"/.test(line))).toBe(true);
   });
 });

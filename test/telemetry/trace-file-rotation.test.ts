@@ -1,7 +1,9 @@
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { diag } from '@opentelemetry/api';
+import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { ConfigError } from '../../src/errors.js';
 import { FileSpanExporter, createSpanExporter, readTelemetryConfig, type TraceFileLimits } from '../../src/telemetry/index.js';
 import { thrownBy } from '../helpers/errors.js';
@@ -69,11 +71,49 @@ describe('FileSpanExporter rotation', () => {
     expect(existsSync(`${path}.1`)).toBe(false);
   });
 
-  it('writes a batch larger than maxBytes whole, in a file of its own', async () => {
+  it('splits a batch larger than maxBytes over lines and files, so no file passes maxBytes nor all of them keep × maxBytes', async () => {
     const line = await lineBytes();
-    const path = await exportAll({ maxBytes: Math.floor(line / 2), keep: 3 }, 3);
-    expect(names(path)).toEqual(['batch-03']);
-    expect(names(`${path}.1`)).toEqual(['batch-02']);
+    const limits = { maxBytes: 4 * line, keep: 3 };
+    const path = join(tempDir(), `run-${++runs}`, 'traces.jsonl');
+    const exporter = new FileSpanExporter(path, limits);
+    // Batches of 10, 7 and 13 spans: each larger than a whole file.
+    const written: string[] = [];
+    for (const size of [10, 7, 13]) {
+      const spans = Array.from({ length: size }, (_, index) => batch(written.length + index + 1)[0]!);
+      written.push(...spans.map((span) => span.name));
+      expect((await new Promise<ExportResult>((resolve) => exporter.export(spans, resolve))).code).toBe(ExportResultCode.SUCCESS);
+    }
+    await exporter.shutdown();
+    const files = [path, `${path}.1`, `${path}.2`];
+    for (const file of files) expect(statSync(file).size).toBeLessThanOrEqual(limits.maxBytes);
+    expect(files.reduce((total, file) => total + statSync(file).size, 0)).toBeLessThanOrEqual(limits.keep * limits.maxBytes);
+    expect(existsSync(`${path}.3`)).toBe(false);
+    // Nothing lost but what rotated out: the newest spans, in order, every one whole.
+    const kept = [...files].reverse().flatMap(names);
+    expect(kept).toEqual(written.slice(-kept.length));
+    expect(kept.length).toBeGreaterThanOrEqual(limits.keep * 3);
+    expect(exporter.droppedSpans).toBe(0);
+  });
+
+  it('drops and counts a span that alone is larger than maxBytes, and writes the rest of its batch', async () => {
+    const line = await lineBytes();
+    const path = join(tempDir(), `run-${++runs}`, 'traces.jsonl');
+    const exporter = new FileSpanExporter(path, { maxBytes: 2 * line, keep: 2 });
+    tracing.exporter.reset();
+    tracing.tracer.startSpan('batch-01').end();
+    tracing.tracer.startSpan('huge', { attributes: { padding: 'x'.repeat(4 * line) } }).end();
+    tracing.tracer.startSpan('batch-02').end();
+    const warn = vi.spyOn(diag, 'warn').mockImplementation(() => undefined);
+    const result = await new Promise<ExportResult>((resolve) => exporter.export(tracing.spans(), resolve));
+    await exporter.shutdown();
+    expect(warn.mock.calls.map(([message]) => message)).toEqual([
+      `trace file: dropped 1 span(s) each larger than THREADLINE_TRACE_FILE_MAX_BYTES (${2 * line} bytes) on its own; 1 since start`,
+    ]);
+    warn.mockRestore();
+    expect(result.code).toBe(ExportResultCode.SUCCESS);
+    expect(names(path)).toEqual(['batch-01', 'batch-02']);
+    expect(statSync(path).size).toBeLessThanOrEqual(2 * line);
+    expect(exporter.droppedSpans).toBe(1);
   });
 });
 

@@ -1,6 +1,9 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CommandAgent } from '../../src/gateway/commands/command-agent.js';
 import type { Agent } from '../../src/agent/agent.js';
+import { executeTool } from '../../src/tools/execute-tool.js';
 import { useTestGateways } from '../helpers/gateway.js';
 
 const start = useTestGateways();
@@ -36,6 +39,34 @@ describe('a turn run again after it was cut short', () => {
     expect(processes.map((record) => record.command)).toEqual(['sleep 600']);
     expect(await g.running.store.schedules.ofDestination({ platform: 'webhook', chatId: 'team' })).toHaveLength(1);
     await g.runTool('kill_process', { id: processes[0]!.id }, { platform: 'webhook', chatType: 'dm', chatId: 'ops' });
+  });
+
+  it('runs a foreground command once, and answers the replay with the result its first run recorded', async () => {
+    const results: string[] = [];
+    const g = await start({
+      webhookToken: true,
+      env: { THREADLINE_TERMINAL: '1', THREADLINE_ADMINS: '*', THREADLINE_SHUTDOWN_TIMEOUT_MS: '200' },
+      agent: (toolbox): Agent => ({
+        async handle(turn) {
+          const terminal = toolbox.tools.get('terminal')!;
+          // Appends a line and counts them: a second run would say 2, and leave two lines.
+          const result = await executeTool(terminal, { command: 'echo ran >> ran.log; wc -l < ran.log' }, { signal: turn.signal, authorize: (name) => turn.authorize(name) });
+          results.push(result.text);
+          // The first run ends between the command's end and its answer: cut short, it runs again.
+          if (results.length === 1) return new Promise((resolve) => turn.signal.addEventListener('abort', () => resolve(), { once: true }));
+          await turn.reply(result.text);
+        },
+      }),
+    });
+    await g.send({ chat_id: 'ops', text: 'count the runs' });
+    await expect.poll(() => results.length).toBe(1);
+    await g.restart();
+    const [reply] = await g.receiver.waitFor(1);
+    expect(results).toHaveLength(2);
+    expect(results[1]).toBe(results[0]);
+    expect(reply!.body.text).toBe(results[0]);
+    expect(reply!.body.text).toMatch(/^exit 0 \(.*\)\n\s*1\n$/);
+    expect(readFileSync(join(g.dataDir, 'ran.log'), 'utf8')).toBe('ran\n');
   });
 
   it('sends a replayed turn\'s answer that differs from what its first run said at that place', async () => {

@@ -1,8 +1,8 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DeliveryReceiver, TEST_SECRETS, type ReceivedDelivery } from '../../src/testing/index.js';
+import { DeliveryReceiver, FakeOpenAI, TEST_SECRETS, type ReceivedDelivery } from '../../src/testing/index.js';
 import { until } from '../helpers/gateway.js';
 import { startGatewayProcess, type StartedGateway } from '../helpers/gateway-process.js';
 import { readOtlpSpans, type OtlpSpan } from '../helpers/otlp-file.js';
@@ -97,5 +97,49 @@ describe('background work across a kill -9', () => {
     expect(linkedTo(stillRunning!.body.trace_id)).toContain(running.traceId);
     expect(linkedTo(find(all, 'notification', 'ended-while-down')!.body.trace_id)).toContain(ended.traceId);
     expect(linkedTo(find(all, 'cron', 'reminder-while-down')!.body.trace_id)).toContain(reminder.traceId);
+  }, 60_000);
+});
+
+describe('a foreground command across a kill -9', () => {
+  it('runs once when the gateway dies between its end and the end of its turn, whose replay gets the recorded result', async () => {
+    const receiver = await DeliveryReceiver.start();
+    cleanups.push(() => receiver.close());
+    const dataDir = tempDir();
+    let life = 1;
+    let toolResultSeen: () => void = () => undefined;
+    const seen = new Promise<void>((resolve) => (toolResultSeen = resolve));
+    let released: () => void = () => undefined;
+    const killed = new Promise<void>((resolve) => (released = resolve));
+    const model = await FakeOpenAI.start(async ({ body }) => {
+      const last = body.messages.at(-1)!;
+      if (last.role !== 'tool') return FakeOpenAI.toolCalls([{ name: 'terminal', arguments: { command: 'echo ran >> ran.log; wc -l < ran.log' } }]);
+      if (life === 1) {
+        // The command has run and its result is back: the gateway dies before the turn ends.
+        toolResultSeen();
+        await killed;
+      }
+      return FakeOpenAI.text(`the command said: ${String(last.content)}`);
+    });
+    cleanups.push(() => model.close());
+    const env = {
+      THREADLINE_DATA_DIR: dataDir,
+      THREADLINE_WEBHOOK_DELIVERY_URL: receiver.url,
+      THREADLINE_TERMINAL: '1',
+      THREADLINE_ADMINS: '*',
+      THREADLINE_WEBHOOK_TOKEN: TEST_SECRETS.webhookToken,
+      THREADLINE_LLM_BASE_URL: model.baseUrl,
+    };
+    const first = await startProcess(env);
+    expect((await post(first.url, { chat_id: 'ops', text: 'count the runs' })).status).toBe(202);
+    await seen;
+    first.child.kill('SIGKILL');
+    await first.exited;
+    life = 2;
+    released();
+
+    await startProcess(env);
+    const [reply] = await receiver.waitFor(1, 30_000);
+    expect(reply!.body.text).toMatch(/^the command said: exit 0 \(.*\)\n\s*1\n$/);
+    expect(readFileSync(join(dataDir, 'ran.log'), 'utf8')).toBe('ran\n');
   }, 60_000);
 });

@@ -169,6 +169,8 @@ export class LlmAgent implements Agent {
         const outcome = await runToolCall(toolsByName, call, {
           signal: turn.signal,
           authorize: (name) => turn.authorize(name),
+          // An admin's rights only while the model has read nobody else's text.
+          byAdmin: turn.senderIsAdmin && authority.unprivileged().length === 0,
           logger,
         });
         if (outcome.attachment !== undefined) attachment = outcome.attachment;

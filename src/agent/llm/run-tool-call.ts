@@ -21,7 +21,7 @@ export interface ToolCallOutcome {
 export async function runToolCall(
   tools: ReadonlyMap<string, Tool>,
   call: ChatCompletionMessageFunctionToolCall,
-  options: { readonly signal: AbortSignal; readonly authorize: Authorize; readonly logger: Logger },
+  options: { readonly signal: AbortSignal; readonly authorize: Authorize; readonly byAdmin: boolean; readonly logger: Logger },
 ): Promise<ToolCallOutcome> {
   const { name } = call.function;
   const tool = tools.get(name);
@@ -39,7 +39,7 @@ export async function runToolCall(
     return { content: `error: the arguments of ${name} are not valid JSON (${messageOf(error)}); send a JSON object` };
   }
   try {
-    const result = await executeTool(tool, args, { signal: options.signal, callId: call.id, authorize: options.authorize });
+    const result = await executeTool(tool, args, { signal: options.signal, callId: call.id, byAdmin: options.byAdmin, authorize: options.authorize });
     return { content: result.text, attachment: result.attachment };
   } catch (error) {
     if (error instanceof ThreadlineError) return { content: `error: ${error.message}` };

@@ -83,11 +83,19 @@ export function refusalText(command: string, sender: Sender, reason: AdminRefusa
   }
 }
 
+/**
+ * A Matrix user id as Matrix spells it (`matrix:@ann:example.org`, a port after the server
+ * allowed): its ':'s cannot be confused, since the id starts with '@' and a localpart has none.
+ */
+const MATRIX_ENTRY = /^matrix:(@[^:\s%]+):([^\s%]+)$/;
+
 /** `platform:user_id` in its one spelling; refuses what is not one. */
 function entryOf(item: string): string {
+  const matrix = MATRIX_ENTRY.exec(item);
+  if (matrix !== null) return adminEntry('matrix', `${matrix[1]}:${matrix[2]}`);
   const match = /^([a-z][a-z0-9_-]*):([^:\s]+)$/.exec(item);
   if (match === null) {
-    throw new ConfigError(VARIABLE, `"${item}" is not platform:user_id (write ':' in an id as %3A), nor "*"`);
+    throw new ConfigError(VARIABLE, `"${item}" is not platform:user_id (write ':' in an id as %3A; a Matrix id as matrix:@user:server), nor "*"`);
   }
   let userId: string;
   try {

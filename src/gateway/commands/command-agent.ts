@@ -107,7 +107,7 @@ export class CommandAgent implements Agent {
     if (tool === undefined) throw new ThreadlineError('TL_TOOL_DISABLED', `${request.tool} is not available in this gateway`);
     let result: ToolResult;
     try {
-      result = await executeTool(tool, request.args, { signal: turn.signal, authorize: () => turn.authorize(command) });
+      result = await executeTool(tool, request.args, { signal: turn.signal, byAdmin: turn.senderIsAdmin, authorize: () => turn.authorize(command) });
     } catch (error) {
       if (error instanceof ThreadlineError && error.code === 'TL_NOT_ADMIN') return;
       throw error;

@@ -12,6 +12,7 @@ import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
 import { inboundContext, type ChatType, type InboundOptions, type KeepBaggage } from '../../session/index.js';
 import type { Intake, OutboundMessage, Platform, PresenceTarget } from '../platform.js';
 import { AcceptOnce } from '../accept-once.js';
+import { slackClientLogger } from './slack-logger.js';
 import { SLACK_COMMAND_ACTION, slackButtonPress, slackInbound } from './slack-inbound.js';
 import { slackSignatureValid } from './slack-signature.js';
 
@@ -71,6 +72,8 @@ export class SlackPlatform implements Platform {
       // call finished: another chat's context (pitfall: Callbacks in their creator's
       // context). The gateway bounds sends itself.
       maxRequestConcurrency: Number.POSITIVE_INFINITY,
+      // Its own logger writes plain text, a failed request's URL with its credentials.
+      logger: slackClientLogger(options.logger),
     });
   }
 

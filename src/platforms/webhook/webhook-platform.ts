@@ -7,6 +7,7 @@ import { inboundContext, outboundHeaders, type InboundOptions, type KeepBaggage 
 import { bearerToken, secretsMatch } from '../bearer-token.js';
 import { HttpPoster } from '../http-delivery.js';
 import { safeUrl } from '../../text/redact-secrets.js';
+import { basicAuthOf } from '../basic-auth.js';
 import { AcceptOnce } from '../accept-once.js';
 import type { Idempotency, InboundMessage, Intake, OutboundMessage, Platform } from '../platform.js';
 import {
@@ -43,6 +44,8 @@ export class WebhookPlatform implements Platform {
   /** A client retrying before its first try was answered waits for that answer. */
   private readonly once = new AcceptOnce();
   private readonly deliveryUrl: URL | undefined;
+  /** The delivery URL's `user:password@`, sent as HTTP Basic auth. */
+  private readonly deliveryAuth: string | undefined;
   /** Only a caller that presented the token is trusted to say who the user is (user_id). */
   readonly authenticatesSenders: boolean;
   /** How each request's context is built. */
@@ -50,6 +53,7 @@ export class WebhookPlatform implements Platform {
 
   constructor(private readonly options: WebhookOptions) {
     this.deliveryUrl = options.deliveryUrl === undefined ? undefined : new URL(options.deliveryUrl);
+    this.deliveryAuth = this.deliveryUrl === undefined ? undefined : basicAuthOf(this.deliveryUrl);
     this.authenticatesSenders = options.token !== undefined;
     this.inbound = { authenticated: this.authenticatesSenders, keepBaggage: options.keepBaggage ?? false };
   }
@@ -139,7 +143,11 @@ export class WebhookPlatform implements Platform {
       return;
     }
     await this.poster.post(url, JSON.stringify(payload), {
-      headers: outboundHeaders(url, { 'content-type': 'application/json', 'idempotency-key': message.id }),
+      headers: outboundHeaders(url, {
+        'content-type': 'application/json',
+        'idempotency-key': message.id,
+        ...(this.deliveryAuth === undefined ? {} : { authorization: this.deliveryAuth }),
+      }),
       timeoutMs: this.options.timeoutMs ?? 10_000,
       signal,
       what: `Webhook delivery URL ${url.origin}`,
@@ -148,7 +156,7 @@ export class WebhookPlatform implements Platform {
 
   describe(baseUrl: string): string {
     // Origin and path only: the URL may carry user:password@ or a token in its query.
-    const out = this.deliveryUrl === undefined ? 'the log' : safeUrl(this.deliveryUrl);
+    const out = this.deliveryUrl === undefined ? 'the log' : `${safeUrl(this.deliveryUrl)}${this.deliveryAuth === undefined ? '' : ' (basic auth)'}`;
     const auth = this.options.token === undefined ? 'no token' : 'bearer token';
     return `webhook: POST ${baseUrl}${WEBHOOK_PATH} (${auth}) → ${out}`;
   }

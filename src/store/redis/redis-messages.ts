@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { ThreadlineError } from '../../errors.js';
 import type { RoutingSnapshot } from '../../session/index.js';
 import type { AcceptOutcome, MessageLog, StoredMessage } from '../store.js';
+import { callResultsKey } from './redis-calls.js';
 import type { RedisKeys } from './redis-keys.js';
 import { guarded, luaScript } from './redis-scripts.js';
 
@@ -48,13 +49,14 @@ end
 return {'accepted'}
 `;
 
-/** Forgets a message and what it counted toward its destination's cap. */
+/** Forgets a message, what it counted toward its destination's cap, and what its turn's calls recorded. */
 const COMPLETE = `
-local messages, order, destinations, waiting = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local messages, order, destinations, waiting, calls = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local id = ARGV[1]
 local destination = redis.call('HGET', destinations, id)
 redis.call('HDEL', messages, id)
 redis.call('ZREM', order, id)
+redis.call('DEL', calls)
 if destination then
   redis.call('HDEL', destinations, id)
   if redis.call('HINCRBY', waiting, destination, -1) <= 0 then redis.call('HDEL', waiting, destination) end
@@ -105,7 +107,7 @@ export function redisMessageLog(redis: Redis, keys: RedisKeys): MessageLog {
       return toOutcome(answer);
     },
     complete: async (id) => {
-      await complete([table.messages, table.order, table.destinations, table.waiting], [id]);
+      await complete([table.messages, table.order, table.destinations, table.waiting, callResultsKey(keys, id)], [id]);
     },
     pending: async () => {
       const [ids, rows] = await pendingRows(redis, table.order, table.messages);

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import type { Conversations, HistoryLog, HomeChannels, MessageLog, OutboxRecords, ProcessTable, ScheduleTable, Store } from '../store.js';
+import type { CallResults, Conversations, HistoryLog, HomeChannels, MessageLog, OutboxRecords, ProcessTable, ScheduleTable, Store, SyncTokens } from '../store.js';
+import { redisCallResults } from './redis-calls.js';
 import { redisConversations } from './redis-conversations.js';
 import { redisHistoryLog } from './redis-history.js';
 import { redisHomeChannels } from './redis-homes.js';
@@ -7,6 +8,8 @@ import type { RedisKeys } from './redis-keys.js';
 import { redisMessageLog } from './redis-messages.js';
 import { redisProcessTable, type NoticeStates } from './redis-processes.js';
 import { redisScheduleTable } from './redis-schedules.js';
+import { guarded } from './redis-scripts.js';
+import { redisSyncTokens } from './redis-sync-tokens.js';
 
 /** What a RedisStore is made of; it owns none of it but `close`. */
 export interface RedisStoreParts {
@@ -36,6 +39,9 @@ export class RedisStore implements Store<OutboxRecords> {
   readonly processes: ProcessTable;
   readonly schedules: ScheduleTable;
   readonly history: HistoryLog;
+  readonly calls: CallResults;
+  readonly location: string;
+  readonly syncTokens: SyncTokens;
   private closing: Promise<void> | undefined;
 
   private constructor(private readonly parts: RedisStoreParts) {
@@ -47,11 +53,20 @@ export class RedisStore implements Store<OutboxRecords> {
     this.processes = redisProcessTable(redis, keys, outbox, parts.noticeStates);
     this.schedules = redisScheduleTable(redis, keys);
     this.history = redisHistoryLog(redis, keys);
+    this.calls = redisCallResults(redis, keys);
+    // The URL may hold a password: the prefix says which deployment's keys these are.
+    this.location = `Redis, keys under ${keys.prefix}:`;
+    this.syncTokens = redisSyncTokens(redis, keys);
   }
 
   /** A store on `parts.redis`; nothing is read until a table is used. */
   static open(parts: RedisStoreParts): RedisStore {
     return new RedisStore(parts);
+  }
+
+  /** Sets a key of its own (expiring in a minute): refused as any write is, by a Redis out of memory say. */
+  async probeWrite(): Promise<void> {
+    await guarded(this.parts.redis.set(this.parts.keys.key('ready-probe'), String(Date.now()), 'PX', 60_000));
   }
 
   /** Runs `parts.close` once, however often it is called. */

@@ -27,7 +27,7 @@ export function remindTool(context: CronToolContext): Tool {
       const text = checkJobText(args['text'] as string);
       const delay = args['delay'] as string;
       const nextAt = context.services.clock.now() + parseDelay(delay);
-      const job = await addJob(context, { text, target: { to: 'origin' }, nextAt, by: 'user' }, call.idempotencyKey);
+      const job = await addJob(context, { text, target: { to: 'origin' }, nextAt, by: call.byAdmin === true ? 'admin' : 'user' }, call.idempotencyKey);
       return { text: `Reminder ${job.id} set for ${new Date(job.nextAt).toISOString()} (in ${delay.trim()}).` };
     },
   });

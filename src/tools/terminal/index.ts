@@ -30,7 +30,8 @@ export function createTerminal(given: ToolServices, config: TerminalConfig, opti
   const services: ToolServices = { ...given, dataDir: resolve(given.dataDir) };
   const watchers = new TerminalWatchers(services, config);
   const spawner = options.spawner ?? nodeSpawner;
-  const cwd = options.cwd ?? services.dataDir;
+  // Another account's commands run in its home: the data directory is the gateway's alone.
+  const cwd = options.cwd ?? config.runAs?.cwd ?? services.dataDir;
   return {
     tools: [terminalTool({ services, config, watchers, spawner, cwd }), listProcessesTool(services, config), killProcessTool(services, config, watchers)],
     watchers,

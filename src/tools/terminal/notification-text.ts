@@ -31,7 +31,7 @@ export function describeExit(exit: ProcessExit): string {
 export function outputSection(tail: string, droppedChars: number, cappedAtBytes?: number): string {
   const notes: string[] = [];
   if (droppedChars > 0) notes.push(`last ${tail.length} characters shown`);
-  if (cappedAtBytes !== undefined) notes.push(`output capped at ${cappedAtBytes} bytes; later writes failed`);
+  if (cappedAtBytes !== undefined) notes.push(`output cut at ${cappedAtBytes} bytes, the rest read and discarded`);
   const header = notes.length === 0 ? '' : `(${notes.join('; ')})\n`;
   return tail === '' ? `${header}(no output)` : `${header}${tail}`;
 }

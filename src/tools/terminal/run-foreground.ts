@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import { BoundedTail } from './bounded-tail.js';
 import { formatDuration, outputSection } from './notification-text.js';
 import { KILL_GRACE_MS, signalGroup, terminateGroup } from './process-group.js';
+import type { RunAs } from './run-as.js';
 import type { Spawner } from './spawner.js';
 
 export interface ForegroundOptions {
@@ -14,6 +15,8 @@ export interface ForegroundOptions {
   readonly signal: AbortSignal;
   readonly clock: Clock;
   readonly spawner: Spawner;
+  /** The account it runs as (THREADLINE_TERMINAL_USER); undefined: the gateway's. */
+  readonly runAs?: RunAs | undefined;
 }
 
 export interface ForegroundResult {
@@ -37,6 +40,7 @@ export async function runForeground(options: ForegroundOptions): Promise<Foregro
   const child = options.spawner('/bin/sh', ['-c', options.command], {
     cwd: options.cwd,
     env: options.env,
+    ...(options.runAs === undefined ? {} : { uid: options.runAs.uid, gid: options.runAs.gid }),
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import { ThreadlineError } from '../../errors.js';
 import { captureRouting, requireSession } from '../../session/index.js';
 import { commandEnv } from './command-env.js';
+import { runAsEnv } from './run-as.js';
 import { destinationOf } from '../../session/routing-mismatch.js';
 import type { ProcessRecord } from '../../store/store.js';
 import { shortIdOf } from '../call-key.js';
@@ -61,6 +62,8 @@ export function terminalTool(deps: TerminalToolDeps): Tool {
     input: parameters,
     adminOnly: true,
     enabled: deps.config.enabled,
+    // A foreground command has no id to be found by: a replayed turn is answered with what it said.
+    recordsResult: true,
     async run(raw, call) {
       requireEnabled(deps.config);
       const args = raw as unknown as TerminalArgs;
@@ -79,7 +82,8 @@ async function runInForeground(deps: TerminalToolDeps, command: string, call: To
   const result = await runForeground({
     command,
     cwd: deps.cwd,
-    env: commandEnv(process.env, deps.config.passedEnv, deps.services.commandSettings),
+    env: runAsEnv(commandEnv(process.env, deps.config.passedEnv, deps.services.commandSettings), deps.config.runAs),
+    runAs: deps.config.runAs,
     timeoutMs: deps.config.timeoutMs,
     tailChars: deps.config.tailChars,
     signal: call.signal,
@@ -107,7 +111,7 @@ async function startBackground(deps: TerminalToolDeps, args: TerminalArgs, call:
   await mkdir(dir, { recursive: true });
   let wrapper;
   try {
-    wrapper = await spawnWrapper(deps.spawner, { dir, command: args.command, cwd: deps.cwd, env: commandEnv(process.env, config.passedEnv, services.commandSettings), outputMaxBytes: config.outputMaxBytes });
+    wrapper = await spawnWrapper(deps.spawner, { dir, command: args.command, cwd: deps.cwd, env: runAsEnv(commandEnv(process.env, config.passedEnv, services.commandSettings), config.runAs), runAs: config.runAs, outputMaxBytes: config.outputMaxBytes });
   } catch (error) {
     await removeProcessDir(dir);
     throw error;

@@ -59,6 +59,8 @@ export class TerminalWatchers implements BackgroundWork {
   private readonly killTimers = new Set<() => void>();
   private cancelSweep: (() => void) | undefined;
   private running = false;
+  /** Set by adopt(): the adopted commands found ended, which start() reports. */
+  private adoption: Watch[] | undefined;
   /** Reports other instances' commands when their instance dies; undefined when one gateway runs them all. */
   readonly lostInstances: LostInstanceSweep | undefined;
 
@@ -76,18 +78,33 @@ export class TerminalWatchers implements BackgroundWork {
     return this.watches.size;
   }
 
-  async start(): Promise<void> {
-    this.running = true;
+  /**
+   * Takes over what an earlier process left, before any message runs: the records of this
+   * instance's commands become watches, and directories no record names are removed. Sends
+   * nothing (start() reports the ends found). Run first, a replayed turn's new command is never
+   * taken for a leftover: its directory is not removed under it, nor its record read half made.
+   */
+  async adopt(): Promise<void> {
+    if (this.adoption !== undefined) return;
+    const ended: Watch[] = [];
     const records = (await this.services.store.processes.all()).filter((record) => this.runsHere(record));
     for (const record of records) {
       if (this.watches.has(record.id)) continue;
       const watch = this.addWatch(record);
       const dir = this.dirOf(record.id);
-      if (record.exit !== undefined || (await readStatus(dir)) !== undefined) this.finish(watch, UNKNOWN_WHILE_DOWN);
-      else if (isWrapperAlive(record.pid, dir)) this.adopt(watch);
-      else this.finish(watch, UNKNOWN_WHILE_DOWN);
+      if (record.exit !== undefined || (await readStatus(dir)) !== undefined || !isWrapperAlive(record.pid, dir)) ended.push(watch);
+      else this.adopted.add(watch);
     }
     await this.removeOrphanDirs(new Set(records.map((record) => record.id)));
+    this.adoption = ended;
+  }
+
+  /** Adopts (unless adopt() ran), reports the commands that ended while no gateway watched, and starts the timers. */
+  async start(): Promise<void> {
+    await this.adopt();
+    this.running = true;
+    for (const watch of this.adoption ?? []) this.finish(watch, UNKNOWN_WHILE_DOWN);
+    this.adoption = [];
     this.progress.start();
     this.armSweep();
     await this.lostInstances?.start();
@@ -105,6 +122,7 @@ export class TerminalWatchers implements BackgroundWork {
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     this.watches.clear();
     this.adopted.clear();
+    this.adoption = undefined;
   }
 
   /** Watches a command this process just spawned: its wrapper's exit reports the end. */
@@ -152,12 +170,6 @@ export class TerminalWatchers implements BackgroundWork {
     this.watches.set(record.id, watch);
     if (interval !== undefined) this.progress.add(watch.nextTickAt, watch);
     return watch;
-  }
-
-  private adopt(watch: Watch): void {
-    this.detach(watch);
-    this.adopted.add(watch);
-    this.armSweep();
   }
 
   private detach(watch: Watch): void {
@@ -246,7 +258,8 @@ export class TerminalWatchers implements BackgroundWork {
         killed,
         tail,
         droppedChars: bytes - Buffer.byteLength(tail),
-        cappedAtBytes: bytes >= this.outputCapBytes() ? bytes : undefined,
+        // The wrapper keeps at most the cap, then its marker: anything more means it cut.
+        cappedAtBytes: bytes > this.config.outputMaxBytes ? this.config.outputMaxBytes : undefined,
       });
       // Deterministic id: a crash after this and before remove() never sends it twice.
       await deliverLater(this.services.deliverer, record.origin, 'terminal.notify', { id: `proc:${record.id}:done`, kind: 'notification', text });
@@ -259,11 +272,6 @@ export class TerminalWatchers implements BackgroundWork {
     const endedAt = this.services.clock.now();
     if (killed) return { signal: signal ?? 'SIGKILL', endedAt };
     return { ...(signal === undefined ? {} : { signal }), endedAt, note };
-  }
-
-  /** The size at which the wrapper's `ulimit -f` stops the file (whole 512-byte blocks). */
-  private outputCapBytes(): number {
-    return Math.max(1, Math.floor(this.config.outputMaxBytes / 512)) * 512;
   }
 
   private async tickAll(due: Watch[]): Promise<void> {

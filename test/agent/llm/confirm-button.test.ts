@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeOpenAI, startTestGateway, type TestGateway } from '../../../src/testing/index.js';
+import { FakeOpenAI, startTestGateway, type FakeChatRequest, type TestGateway } from '../../../src/testing/index.js';
 import { until } from '../../helpers/gateway.js';
 
 const GROUP = -100555;
@@ -11,6 +11,10 @@ afterEach(async () => {
   gateway = model = undefined;
 });
 
+/** A model that asks for a command at every turn, and says done once it ran (or was held). */
+const runsEcho = ({ body }: FakeChatRequest) =>
+  (body.messages.at(-1) as { role: string }).role === 'tool' ? FakeOpenAI.text('done') : FakeOpenAI.toolCalls([{ name: 'terminal', arguments: { command: 'echo ran-$((6*7))' } }]);
+
 let updateId = 1;
 const message = (userId: number, text: string) => ({
   update_id: updateId++,
@@ -19,9 +23,7 @@ const message = (userId: number, text: string) => ({
 
 describe('a held call on a platform with buttons', () => {
   it("carries a button that posts /confirm as its presser: a non-admin's press is refused, an admin's runs the call once", async () => {
-    model = await FakeOpenAI.start(({ body }) =>
-      (body.messages.at(-1) as { role: string }).role === 'tool' ? FakeOpenAI.text('done') : FakeOpenAI.toolCalls([{ name: 'terminal', arguments: { command: 'echo ran-$((6*7))' } }]),
-    );
+    model = await FakeOpenAI.start(runsEcho);
     gateway = await startTestGateway({ telegram: true, llmBaseUrl: model.baseUrl, env: { THREADLINE_ADMINS: 'telegram:1', THREADLINE_TERMINAL: '1' } });
     const telegram = gateway.telegram!;
     await gateway.sendTelegram(message(2, 'assistant: run echo'));
@@ -54,9 +56,7 @@ describe('a held call on a platform with buttons', () => {
 
 describe('a held call on Slack', () => {
   it('carries a button whose press, signed by Slack, posts /confirm as the presser in the thread', async () => {
-    model = await FakeOpenAI.start(({ body }) =>
-      (body.messages.at(-1) as { role: string }).role === 'tool' ? FakeOpenAI.text('done') : FakeOpenAI.toolCalls([{ name: 'terminal', arguments: { command: 'echo ran-$((6*7))' } }]),
-    );
+    model = await FakeOpenAI.start(runsEcho);
     gateway = await startTestGateway({ slack: true, llmBaseUrl: model.baseUrl, env: { THREADLINE_ADMINS: 'slack:UBOSS', THREADLINE_TERMINAL: '1' } });
     const slack = gateway.slack!;
     const event = (user: string, ts: string, text: string) => ({

@@ -29,6 +29,20 @@ describe('THREADLINE_ADMINS', () => {
     expect(admins.refusal(sender('webhook', 'alice', false))).toBe('unauthenticated');
   });
 
+  it('names a Matrix admin by the user id as Matrix spells it, or percent-encoded', () => {
+    for (const entry of ['matrix:@ann:example.org', 'matrix:@ann%3Aexample.org', 'matrix:%40ann%3Aexample.org']) {
+      const admins = Admins.parse(entry);
+      expect(admins.refusal(sender('matrix', '@ann:example.org'))).toBeUndefined();
+      expect(admins.refusal(sender('matrix', '@ann:example.com'))).toBe('not-listed');
+      expect(admins.refusal(sender('matrix', '@bob:example.org'))).toBe('not-listed');
+    }
+    expect(Admins.parse('matrix:@ann:example.org:8448').refusal(sender('matrix', '@ann:example.org:8448'))).toBeUndefined();
+    // Only Matrix ids, which start with '@', keep their ':' as they are.
+    for (const value of ['slack:@ann:example.org', 'matrix:ann:example.org', 'matrix:@ann:']) {
+      expect(thrownBy(() => Admins.parse(value))).toBeInstanceOf(ConfigError);
+    }
+  });
+
   it('* is everyone, even a sender no platform vouches for', () => {
     const admins = Admins.parse('*');
     expect(admins.refusal(sender('webhook', 'anyone', false))).toBeUndefined();

@@ -1,4 +1,4 @@
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { useGlobalTracing } from '../../helpers/tracing.js';
@@ -58,7 +58,7 @@ describe('terminal, background', () => {
     expect(notify.links.map((link) => link.context.spanId)).toEqual([toolSpan.spanContext().spanId]);
   });
 
-  it("says the output was capped, and the command went on past the cap", async () => {
+  it('cuts the captured output at the cap with a marker, and the command goes on past it to its own exit status', async () => {
     const harness = terminalHarness({ dataDir: dataDir(), config: { outputMaxBytes: 64 * 1024 } });
     await harness.terminal.watchers.start();
     const id = startedId(
@@ -66,8 +66,52 @@ describe('terminal, background', () => {
     );
     const done = await harness.deliverer.waitFor(`proc:${id}:done`);
     await harness.terminal.watchers.stop();
-    expect(done.request.text).toContain('exit 7');
-    expect(done.request.text).toContain('output capped at 65536 bytes');
+    // 7, not head's 0 nor a SIGPIPE's 141: writing past the cap never fails.
+    expect(done.request.text).toMatch(new RegExp(`^Process ${id} finished: exit 7, after `));
+    expect(done.request.text).toContain('output cut at 65536 bytes');
+    expect(done.request.text).toMatch(/\[threadline: output cut at 65536 bytes; 134469 more bytes discarded\]\n$/);
+  });
+
+  it('caps only the captured output: a file the command writes past the cap is whole', async () => {
+    const dir = dataDir();
+    const harness = terminalHarness({ dataDir: dir, config: { outputMaxBytes: 64 * 1024 } });
+    await harness.terminal.watchers.start();
+    const file = join(dir, 'big.bin');
+    const id = startedId(
+      await harness.call('terminal', {
+        command: `head -c 1000000 /dev/zero >'${file}' && echo wrote; head -c 100000 /dev/zero | tr '\\0' x`,
+        background: true,
+        notify_on_complete: true,
+      }),
+    );
+    const done = await harness.deliverer.waitFor(`proc:${id}:done`);
+    await harness.terminal.watchers.stop();
+    expect(statSync(file).size).toBe(1_000_000);
+    expect(done.request.text).toMatch(new RegExp(`^Process ${id} finished: exit 0, after `));
+    expect(done.request.text).toContain('output cut at 65536 bytes');
+    // What was kept is the start of the output: the marker follows the first 65536 bytes.
+    expect(done.request.text).toMatch(/x{100}\n\[threadline: output cut at 65536 bytes; 34470 more bytes discarded\]\n$/);
+  });
+
+  it('counts a command as running while a process it left in the background holds its output, and keeps what that process writes', async () => {
+    const harness = terminalHarness({ dataDir: dataDir() });
+    await harness.terminal.watchers.start();
+    const id = startedId(await harness.call('terminal', { command: '(sleep 0.3; echo late) & echo early; exit 5', background: true, notify_on_complete: true }));
+    const done = await harness.deliverer.waitFor(`proc:${id}:done`);
+    await harness.terminal.watchers.stop();
+    expect(done.request.text).toMatch(new RegExp(`^Process ${id} finished: exit 5, after `));
+    expect(done.request.text).toMatch(/early\nlate\n$/);
+  });
+
+  it('adds no marker when the output fits', async () => {
+    const harness = terminalHarness({ dataDir: dataDir(), config: { outputMaxBytes: 64 * 1024 } });
+    await harness.terminal.watchers.start();
+    const id = startedId(await harness.call('terminal', { command: 'head -c 65536 /dev/zero | tr "\\0" y', background: true, notify_on_complete: true }));
+    const done = await harness.deliverer.waitFor(`proc:${id}:done`);
+    await harness.terminal.watchers.stop();
+    expect(done.request.text).toMatch(new RegExp(`^Process ${id} finished: exit 0, after `));
+    expect(done.request.text).not.toContain('cut at');
+    expect(done.request.text).toMatch(/y{100}$/);
   });
 
   it('delivers from the origin routing even when another session is active as the process exits', async () => {

@@ -1,0 +1,102 @@
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Lease, LeaseFactory } from '../../../src/lease/lease.js';
+import type { MatrixPlatform } from '../../../src/platforms/matrix/matrix-platform.js';
+import { LeaderLease } from '../../../src/queue/leader-lease.js';
+import { RedisKeys } from '../../../src/store/redis/redis-keys.js';
+import { redisSyncTokens } from '../../../src/store/redis/redis-sync-tokens.js';
+import { FakeMatrix } from '../../../src/testing/fake-matrix.js';
+import { startLocalServer } from '../../../src/testing/local-server.js';
+import { until } from '../../helpers/gateway.js';
+import { useRedis } from '../../helpers/redis.js';
+import { matrixPlatform, takingIntake } from './matrix-platform.fixture.js';
+
+const LEASE_MS = 300;
+const logger = pino({ level: 'silent' });
+
+const closing: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const close of closing.splice(0).reverse()) await close();
+});
+
+/** A /sync call as the fake saw it, and which instance made it. */
+interface LoggedSync {
+  readonly instance: string;
+  readonly at: number;
+}
+
+interface Instance {
+  readonly name: string;
+  readonly platform: MatrixPlatform;
+  readonly intake: ReturnType<typeof takingIntake>;
+  /** Tries of its lease that found it held by the other. */
+  failedTries: number;
+}
+
+describe('matrix /sync on several instances', () => {
+  const redis = useRedis();
+
+  /** The fake behind one loopback proxy per instance, so the log says who synced. */
+  async function proxyFor(fake: FakeMatrix, instance: string, syncs: LoggedSync[]): Promise<string> {
+    const proxy = await startLocalServer(async (request) => {
+      if (request.path.endsWith('/sync')) syncs.push({ instance, at: Date.now() });
+      const query = request.query.toString();
+      const answer = await fetch(`${fake.homeserverUrl}${request.path}${query === '' ? '' : `?${query}`}`, {
+        method: request.method,
+        headers: { authorization: request.headers.authorization ?? '', 'content-type': request.headers['content-type'] ?? 'application/json' },
+        ...(request.raw.length === 0 ? {} : { body: request.raw }),
+      });
+      return { status: answer.status, body: (await answer.json()) as object };
+    });
+    closing.push(() => proxy.close());
+    return proxy.origin;
+  }
+
+  async function startInstance(name: string, fake: FakeMatrix, prefix: string, syncs: LoggedSync[]): Promise<Instance> {
+    const connection = new Redis(redis.url, { maxRetriesPerRequest: 2 });
+    connection.on('error', () => undefined);
+    closing.push(async () => connection.disconnect());
+    const keys = new RedisKeys(prefix);
+    const leases: LeaseFactory = (leaseName) => {
+      const lease = new LeaderLease(leaseName, { redis: connection, keys, instanceId: name, leaseMs: LEASE_MS, logger });
+      const counted: Lease = {
+        get held() {
+          return lease.held;
+        },
+        start: (listener) => lease.start({ ...listener, onAttempt: (held) => void (held ? undefined : instance.failedTries++) }),
+        stop: () => lease.stop(),
+      };
+      return counted;
+    };
+    const platform = matrixPlatform({ fake, tokens: redisSyncTokens(connection, keys), homeserverUrl: await proxyFor(fake, name, syncs), syncLease: leases });
+    const instance: Instance = { name, platform, intake: takingIntake(), failedTries: 0 };
+    platform.start(instance.intake);
+    closing.push(() => platform.close());
+    return instance;
+  }
+
+  it('syncs on the lease holder only; handed over at its stop, the other reads on from the stored token: nothing lost, nothing twice', async () => {
+    const fake = await FakeMatrix.start();
+    closing.push(() => fake.close());
+    const syncs: LoggedSync[] = [];
+    const prefix = redis.prefix();
+    const a = await startInstance('a', fake, prefix, syncs);
+    const b = await startInstance('b', fake, prefix, syncs);
+    await fake.waitForSinceSyncs(1);
+    const holder = syncs[0]!.instance === 'a' ? a : b;
+    const waiter = holder === a ? b : a;
+    fake.postMessage('!room:fake.local', 'one', { threadRoot: '$t' });
+    await until(() => holder.intake.taken.length === 1);
+    // Three tries of the waiter span a lease: it had every chance to sync too.
+    await until(() => waiter.failedTries >= 3, 5_000);
+    expect(syncs.filter((sync) => sync.instance === waiter.name)).toEqual([]);
+    await holder.platform.close();
+    const stoppedAt = Date.now();
+    fake.postMessage('!room:fake.local', 'two', { threadRoot: '$t' });
+    await until(() => waiter.intake.taken.length === 1, 5_000);
+    expect(waiter.intake.taken.map((message) => message.text)).toEqual(['two']);
+    expect(holder.intake.taken.map((message) => message.text)).toEqual(['one']);
+    expect(syncs.filter((sync) => sync.instance === holder.name && sync.at > stoppedAt)).toEqual([]);
+  });
+});
