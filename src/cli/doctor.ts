@@ -1,7 +1,7 @@
 /**
  * `threadline doctor`: what start-up needs, checked without starting: the configuration, the
- * data dir and its lock, the store, the shared Redis when one is set, the Matrix access token
- * and the Discord bot token when set, where telemetry goes, and the context manager. One line
+ * data dir and its lock, the store, the shared Redis when one is set, the Mattermost, Matrix
+ * and Discord credentials when set, where telemetry goes, and the context manager. One line
  * per check (a warning marked `!`); exit 1 if any fails. It holds the data-dir lock only while
  * it checks, and writes nothing to Redis.
  */
@@ -24,6 +24,7 @@ import { STORE_FILE } from '../store/store-file.js';
 import { safeUrl } from '../text/redact-secrets.js';
 import type { CliIo } from './io.js';
 import { checkDiscord } from './doctor-discord.js';
+import { checkMattermost } from './doctor-mattermost.js';
 import { printable } from '../text/printable.js';
 
 /** How long an exporter endpoint gets to accept a TCP connection. */
@@ -69,6 +70,7 @@ async function runDoctor(env: NodeJS.ProcessEnv, options: DoctorOptions = {}): P
   if (writable.ok) results.push(...(await checkLockAndStore(dataDir)));
   else results.push({ ok: false, line: `store not checked: the data dir ${dataDir} is unusable` });
   results.push(...(await checkRedisBackend(env)));
+  results.push(...(await checkMattermost(env)));
   results.push(...(await checkMatrixCredentials(env)));
   results.push(...(await checkDiscord(env)));
   const telemetry = telemetryConfigOf(env);

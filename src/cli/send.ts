@@ -128,6 +128,7 @@ function sendPlatforms(env: NodeJS.ProcessEnv): ReadonlySet<string> {
   const names = ['webhook'];
   if (isSet(env, 'THREADLINE_TELEGRAM_BOT_TOKEN')) names.push('telegram');
   if (isSet(env, 'THREADLINE_SLACK_BOT_TOKEN')) names.push('slack');
+  if (isSet(env, 'THREADLINE_MATTERMOST_URL') && isSet(env, 'THREADLINE_MATTERMOST_TOKEN')) names.push('mattermost');
   if (isSet(env, 'THREADLINE_MATRIX_HOMESERVER_URL') && isSet(env, 'THREADLINE_MATRIX_ACCESS_TOKEN')) names.push('matrix');
   if (isSet(env, 'THREADLINE_DISCORD_BOT_TOKEN')) names.push('discord');
   return new Set(names);

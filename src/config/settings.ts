@@ -12,6 +12,7 @@ export type SettingGroup =
   | 'telegram'
   | 'matrix'
   | 'slack'
+  | 'mattermost'
   | 'discord'
   | 'turns'
   | 'http'
@@ -30,6 +31,7 @@ export const SETTING_GROUPS: Readonly<Record<SettingGroup, string>> = {
   telegram: 'Telegram',
   matrix: 'Matrix',
   slack: 'Slack',
+  mattermost: 'Mattermost',
   discord: 'Discord',
   turns: 'Turns, deliveries and the outbox',
   http: 'HTTP client limits',
@@ -334,6 +336,46 @@ export const SETTINGS = {
     max: 60_000,
     description:
       'the least time between two `chat.update`s of the live message that shows an answer as it is written, in its thread (Tier 3, about 50 a minute for the workspace); `0`: no live messages',
+  },
+
+  // Mattermost
+  THREADLINE_MATTERMOST_URL: {
+    kind: 'url',
+    group: 'mattermost',
+    default: undefined,
+    description: "the server's address (`https://chat.example.com`); with the token, enables Mattermost",
+  },
+  THREADLINE_MATTERMOST_TOKEN: {
+    kind: 'text',
+    group: 'mattermost',
+    default: undefined,
+    secret: true,
+    format: "a bot account's access token",
+    description: 'with the URL, enables Mattermost',
+  },
+  THREADLINE_MATTERMOST_THREAD_TOP_LEVEL: {
+    kind: 'flag',
+    group: 'mattermost',
+    default: false,
+    description: '`1`: answer a top-level post in a thread rooted at it (unset: in the channel)',
+  },
+  THREADLINE_MATTERMOST_EDIT_INTERVAL_MS: {
+    kind: 'integer',
+    group: 'mattermost',
+    default: 1_000,
+    min: 0,
+    max: 60_000,
+    description:
+      'the least time between two edits of the live post that shows an answer as it is written, in its thread (a server with rate limiting on allows 10 requests a second by default); `0`: no live posts',
+  },
+  THREADLINE_MATTERMOST_CATCH_UP_MS: {
+    kind: 'integer',
+    group: 'mattermost',
+    default: 600_000,
+    min: 0,
+    max: DAY_MS,
+    description:
+      'when an instance opens the websocket (at start, or taking it over from another), the posts of this long before that no instance took are taken (what was posted while nobody listened); `0`: none',
   },
 
   // Discord

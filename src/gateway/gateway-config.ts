@@ -26,6 +26,17 @@ export interface SlackConfig {
   readonly liveEditMs: number;
 }
 
+export interface MattermostConfig {
+  /** The server's address, without a trailing slash. */
+  readonly url: string;
+  readonly token: string;
+  readonly threadTopLevel: boolean;
+  /** THREADLINE_MATTERMOST_EDIT_INTERVAL_MS. */
+  readonly liveEditMs: number;
+  /** THREADLINE_MATTERMOST_CATCH_UP_MS. */
+  readonly catchUpMs: number;
+}
+
 export interface MatrixConfig {
   /** The client-server API root, without a trailing slash. */
   readonly homeserverUrl: string;
@@ -73,6 +84,8 @@ export interface GatewayConfig {
   readonly telegram: TelegramConfig | undefined;
   /** Present when THREADLINE_SLACK_BOT_TOKEN is set. */
   readonly slack: SlackConfig | undefined;
+  /** Present when THREADLINE_MATTERMOST_URL and THREADLINE_MATTERMOST_TOKEN are set. */
+  readonly mattermost: MattermostConfig | undefined;
   /** Present when THREADLINE_MATRIX_HOMESERVER_URL and THREADLINE_MATRIX_ACCESS_TOKEN are set. */
   readonly matrix: MatrixConfig | undefined;
   /** Present when THREADLINE_DISCORD_BOT_TOKEN is set. */
@@ -132,6 +145,7 @@ export function readGatewayConfig(env: NodeJS.ProcessEnv = process.env): Gateway
     },
     telegram: telegramConfig(env),
     slack: slackConfig(env),
+    mattermost: readMattermostConfig(env),
     matrix: readMatrixConfig(env),
     discord: discordConfig(env),
     admins: adminsOf(env),
@@ -287,6 +301,20 @@ function slackConfig(env: NodeJS.ProcessEnv): SlackConfig | undefined {
     throw new ConfigError('THREADLINE_SLACK_SIGNING_SECRET', "is required with a Slack bot token: copy it from the app's Basic Information page");
   }
   return { botToken, signingSecret, apiUrl, threadTopLevel, liveEditMs };
+}
+
+/** The Mattermost settings, or undefined when neither URL nor token is set; `threadline doctor` reads them alone. */
+export function readMattermostConfig(env: NodeJS.ProcessEnv): MattermostConfig | undefined {
+  // All read before the credentials decide: a bad value is refused even with Mattermost off.
+  const url = readUrl(env, 'THREADLINE_MATTERMOST_URL')?.replace(/\/+$/, '');
+  const token = readText(env, 'THREADLINE_MATTERMOST_TOKEN');
+  const threadTopLevel = readFlag(env, 'THREADLINE_MATTERMOST_THREAD_TOP_LEVEL');
+  const liveEditMs = readInteger(env, 'THREADLINE_MATTERMOST_EDIT_INTERVAL_MS');
+  const catchUpMs = readInteger(env, 'THREADLINE_MATTERMOST_CATCH_UP_MS');
+  if (url === undefined && token === undefined) return undefined;
+  if (url === undefined) throw new ConfigError('THREADLINE_MATTERMOST_URL', "is required with a Mattermost token: the server's address, such as https://chat.example.com");
+  if (token === undefined) throw new ConfigError('THREADLINE_MATTERMOST_TOKEN', "is required with a Mattermost URL: the bot account's access token");
+  return { url, token, threadTopLevel, liveEditMs, catchUpMs };
 }
 
 /** The Matrix settings, or undefined when neither is set; `threadline doctor` reads them alone. */

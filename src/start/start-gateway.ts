@@ -12,6 +12,7 @@ import type { Tool } from '../tools/tool.js';
 import { connectMcpServers } from '../tools/mcp/connect-mcp-servers.js';
 import { parseMcpServers, type McpServerConfig } from '../tools/mcp/mcp-servers-config.js';
 import type { Platform } from '../platforms/platform.js';
+import { MattermostPlatform } from '../platforms/mattermost/mattermost-platform.js';
 import { MatrixPlatform } from '../platforms/matrix/matrix-platform.js';
 import { SlackPlatform } from '../platforms/slack/slack-platform.js';
 import { TelegramPlatform } from '../platforms/telegram/telegram-platform.js';
@@ -129,6 +130,11 @@ async function assembleGateway(
     platforms.push(new TelegramPlatform({ ...config.telegram, logger, keepBaggage: config.inboundBaggage, ...pollingLease }));
   }
   if (config.slack !== undefined) platforms.push(new SlackPlatform({ ...config.slack, logger, keepBaggage: config.inboundBaggage }));
+  if (config.mattermost !== undefined) {
+    // One websocket at a time: two would each take every post.
+    const lease = backend === undefined ? {} : { lease: backend.leases };
+    platforms.push(new MattermostPlatform({ ...config.mattermost, logger, keepBaggage: config.inboundBaggage, ...lease }));
+  }
   if (config.matrix !== undefined) {
     // One /sync loop at a time: two would take each batch twice and move the token under each other.
     const syncLease = backend === undefined ? {} : { syncLease: backend.leases };

@@ -12,6 +12,17 @@ export {
   type TelegramMessage,
   type TelegramCall,
 } from './fake-telegram.js';
+export {
+  FakeMattermost,
+  fakeMattermostId,
+  type FakeMattermostOptions,
+  type MattermostPost,
+  type MattermostSent,
+  type MattermostEdit,
+  type MattermostTyping,
+  type MattermostFile,
+  type MattermostCall,
+} from './fake-mattermost.js';
 export { FakeDiscord, FAKE_DISCORD_BOT, FAKE_DISCORD_GUILD, type DiscordSent, type DiscordShown, type DiscordEdit, type DiscordFileSent, type DiscordCall, type DiscordUserMessage, type DiscordSlashCommand, type DiscordInteractionAnswer, type DiscordFailure, type FakeDiscordOptions } from './fake-discord.js';
 export { FakeDiscordGateway, type FakeGatewayStats } from './fake-discord-gateway.js';
 export { FakeSlack, type SlackSent, type SlackFileSent, type SlackStatus, type SlackUpdate, type SlackMessage } from './fake-slack.js';

@@ -16,6 +16,7 @@ import { ThreadlineError } from '../errors.js';
 import { createLogger } from '../telemetry/logger.js';
 import { slackSignature } from '../platforms/slack/slack-signature.js';
 import { DeliveryReceiver } from './delivery-receiver.js';
+import { FakeMattermost } from './fake-mattermost.js';
 import { FakeMatrix } from './fake-matrix.js';
 import { FakeDiscord } from './fake-discord.js';
 import { FakeSlack } from './fake-slack.js';
@@ -34,6 +35,8 @@ export interface TestGatewayOptions {
   readonly telegram?: boolean | 'polling';
   /** Enable Slack against a local fake Web API. */
   readonly slack?: boolean;
+  /** Enable Mattermost against a local fake server (REST and websocket); started once its websocket is connected. */
+  readonly mattermost?: boolean;
   /** Enable Matrix against a local fake homeserver; started once the bot's /sync reads on from a stored token. */
   readonly matrix?: boolean;
   /** Enable Discord against a local fake (REST API and Gateway); started once the bot is connected. */
@@ -65,6 +68,7 @@ export const TEST_SECRETS = {
   slackBotToken: 'xoxb-test',
   slackSigningSecret: 'slack-signing-secret',
   webhookToken: 'test-webhook-token-0123456789',
+  mattermostToken: 'mattermost-test-token',
   matrixAccessToken: 'matrix-test-token',
   discordBotToken: 'discord-test-token',
 } as const;
@@ -86,6 +90,8 @@ export interface TestGateway {
   readonly receiver: DeliveryReceiver;
   readonly telegram: FakeTelegram | undefined;
   readonly slack: FakeSlack | undefined;
+  /** The fake Mattermost: `mattermost.userPost()` writes as a user; what the bot posted is recorded. */
+  readonly mattermost: FakeMattermost | undefined;
   /** The fake homeserver: `matrix.postMessage()` writes into a room or thread as a user; what the bot sent is recorded. */
   readonly matrix: FakeMatrix | undefined;
   /** The fake Discord: `discord.userMessage()` writes as a user, what the bot sent is recorded. */
@@ -143,8 +149,9 @@ export interface TestGateway {
   /**
    * Stops the gateway as SIGTERM would and starts a new one on the same data dir, fakes and
    * receiver: what a deploy or a crash recovery does. The URL changes (a new ephemeral port).
+   * `whileDown` runs between the two: what users write while no gateway runs.
    */
-  restart(): Promise<void>;
+  restart(whileDown?: () => void | Promise<void>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -167,6 +174,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const receiver = await DeliveryReceiver.start();
   const telegram = options.telegram ? await FakeTelegram.start() : undefined;
   const slack = options.slack ? await FakeSlack.start() : undefined;
+  const mattermost = options.mattermost ? await FakeMattermost.start({ token: TEST_SECRETS.mattermostToken }) : undefined;
   const matrix = options.matrix ? await FakeMatrix.start({ accessToken: TEST_SECRETS.matrixAccessToken }) : undefined;
   const discord = options.discord ? await FakeDiscord.start({ token: TEST_SECRETS.discordBotToken }) : undefined;
   const dataDir = mkdtempSync(join(tmpdir(), 'threadline-test-'));
@@ -187,6 +195,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
           THREADLINE_SLACK_SIGNING_SECRET: TEST_SECRETS.slackSigningSecret,
           THREADLINE_SLACK_API_URL: slack.apiUrl,
         }),
+    ...(mattermost === undefined ? {} : { THREADLINE_MATTERMOST_URL: mattermost.url, THREADLINE_MATTERMOST_TOKEN: TEST_SECRETS.mattermostToken }),
     ...(matrix === undefined ? {} : { THREADLINE_MATRIX_HOMESERVER_URL: matrix.homeserverUrl, THREADLINE_MATRIX_ACCESS_TOKEN: TEST_SECRETS.matrixAccessToken }),
     ...(discord === undefined
       ? {}
@@ -212,12 +221,14 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const startOnly = () =>
     startGateway(config, { logger, ...(options.agent ? { agent: options.agent } : {}), ...(clock ? { clock } : {}), ...(options.mcpServers ? { mcpServers: options.mcpServers } : {}), ...(options.tools ? { tools: options.tools } : {}) });
   const start = async () => {
+    const connections = mattermost?.connections ?? 0;
     const syncs = matrix?.sinceSyncs ?? 0;
     const sessions = discord?.sessionsStarted ?? 0;
     const started = await startOnly();
-    // Messages written before the first sync would be history, which a bot's first sync skips;
-    // messages written before the bot is connected would never reach it, as on Discord.
-    await Promise.all([matrix?.waitForSinceSyncs(syncs + 1), discord?.connected(sessions)]).catch(async (error: unknown) => {
+    // Posts written before Mattermost's websocket is up would wait for a catch-up, messages
+    // written before Matrix's first sync would be history, which a bot's first sync skips, and
+    // messages written before the bot is connected to Discord would never reach it.
+    await Promise.all([mattermost?.waitForConnections(connections + 1), matrix?.waitForSinceSyncs(syncs + 1), discord?.connected(sessions)]).catch(async (error: unknown) => {
       await started.stop();
       throw error;
     });
@@ -268,6 +279,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     },
     telegram,
     slack,
+    mattermost,
     matrix,
     discord,
     send: (message, headers = {}) =>
@@ -313,13 +325,14 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     metrics: () => metrics.collect(),
     misroutes: () => misroutesIn(telemetry.spans()),
     deliveries: (filter = {}) => running.gateway.outbox.list({ limit: 1_000, ...filter }),
-    restart: async () => {
+    restart: async (whileDown) => {
       await running.stop();
+      await whileDown?.();
       running = await start();
     },
     stop: async () => {
       await running.stop();
-      await Promise.all([receiver.close(), telegram?.close(), slack?.close(), matrix?.close(), discord?.close()]);
+      await Promise.all([receiver.close(), telegram?.close(), slack?.close(), mattermost?.close(), matrix?.close(), discord?.close()]);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

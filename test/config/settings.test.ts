@@ -81,6 +81,7 @@ describe('the settings table', () => {
       [
         'THREADLINE_DISCORD_BOT_TOKEN',
         'THREADLINE_LLM_API_KEY',
+        'THREADLINE_MATTERMOST_TOKEN',
         'THREADLINE_MATRIX_ACCESS_TOKEN',
         'THREADLINE_REDIS_URL',
         'THREADLINE_SLACK_BOT_TOKEN',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
-import type { TestGateway, TestGatewayOptions } from '../../src/testing/index.js';
+import { fakeMattermostId, type FakeMattermost, type TestGateway, type TestGatewayOptions } from '../../src/testing/index.js';
 import { until, useTestGateways } from '../helpers/gateway.js';
 
 /** What a test needs of one platform: send as a chat and thread, read what went out. */
@@ -87,6 +87,60 @@ const slack: AdapterHarness = {
   shown: (g, chatId) => g.slack!.messagesIn(chatId).map((m) => ({ id: m.ts, threadId: m.threadTs, text: m.text })),
   deleteMessage: (g, id) => g.slack!.deleteMessage(id),
   files: (g) => g.slack!.files.map((f) => ({ chatId: f.channel, text: f.initialComment })),
+};
+
+/**
+ * Mattermost: a thread is rooted at a post of its channel, and a post id is unique on the
+ * server. The suite reuses thread(i) under several chats, so each (chat, thread) pair it
+ * writes in gets a root post of its own, which maps back to the suite's thread id. A suite
+ * thread id sent to as it is (postLive, an explicit destination) becomes a thread of the
+ * channel it is first used in, as the fake does with a root it has not seen.
+ */
+const mattermostRoots = new WeakMap<FakeMattermost, Map<string, string>>();
+function mattermostRoot(fake: FakeMattermost, chatId: string, threadId: string): string {
+  const roots = mattermostRoots.get(fake) ?? new Map<string, string>();
+  mattermostRoots.set(fake, roots);
+  const key = `${chatId}/${threadId}`;
+  if (!roots.has(key)) roots.set(key, fake.addThread(chatId));
+  return roots.get(key)!;
+}
+/** The suite's thread id of a root post id. */
+function mattermostThread(fake: FakeMattermost, rootId: string | undefined): string | undefined {
+  if (rootId === undefined || rootId === '') return undefined;
+  const entry = [...(mattermostRoots.get(fake) ?? new Map<string, string>())].find(([, root]) => root === rootId);
+  return entry === undefined ? rootId : entry[0].split('/')[1];
+}
+
+const mattermost: AdapterHarness = {
+  name: 'mattermost',
+  options: { mattermost: true },
+  chat: (i) => fakeMattermostId('c', i),
+  thread: (i) => fakeMattermostId('t', i),
+  inbound: async (g, m) => {
+    const fake = g.mattermost!;
+    fake.userPost({ channelId: m.chatId, message: m.text, rootId: m.threadId === undefined ? undefined : mattermostRoot(fake, m.chatId, m.threadId) });
+    return 200;
+  },
+  // Posts come over the bot's own authenticated websocket: one with another token is refused there.
+  badAuth: async (g) => ((await g.mattermost!.tryAuthenticate('wrong-token')) ? 200 : 401),
+  sent: (g) => g.mattermost!.sent.map((s) => ({ chatId: s.channelId, threadId: mattermostThread(g.mattermost!, s.rootId), text: s.message, replyTo: undefined })),
+  rateLimitNext: (g, seconds) => g.mattermost!.failNext(1, 429, { retryAfter: seconds }),
+  typed: (g) => g.mattermost!.typing.map((t) => ({ chatId: t.channelId, threadId: mattermostThread(g.mattermost!, t.parentId) })),
+  calls: (g) =>
+    g.mattermost!.calls
+      .filter((c) => c.method !== 'GET' && c.route !== 'authentication_challenge')
+      .map((c) => (c.route === 'user_typing' || c.route === '/users/me/typing' ? 'typing' : c.route === '/posts' ? 'send' : `${c.method} ${c.route}`)),
+  shown: (g, chatId) =>
+    g.mattermost!
+      .messagesIn(chatId)
+      .filter((p) => p.user_id === g.mattermost!.botUserId && (p.message !== '' || p.file_ids.length === 0))
+      .map((p) => ({ id: p.id, threadId: mattermostThread(g.mattermost!, p.root_id), text: p.message })),
+  deleteMessage: (g, id) => g.mattermost!.deletePost(id),
+  files: (g) =>
+    g.mattermost!.files.map((f) => {
+      const post = g.mattermost!.sent.find((s) => s.fileIds.includes(f.fileId));
+      return { chatId: f.channelId, text: post?.message === '' ? undefined : post?.message };
+    }),
 };
 
 /**
@@ -198,7 +252,7 @@ const startTestGateway = useTestGateways();
 let gateway: TestGateway | undefined;
 
 
-describe.each([telegram, slack, matrix, discord])('$name adapter', (adapter) => {
+describe.each([telegram, slack, mattermost, matrix, discord])('$name adapter', (adapter) => {
   /** The thread typing shows in: none where it shows in the whole chat. */
   const typedIn = (thread: string) => (adapter.typingPerChat ? undefined : thread);
   it('replies into the same chat and thread', async () => {

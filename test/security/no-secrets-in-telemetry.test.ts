@@ -2,15 +2,15 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { slackSignature } from '../../src/platforms/slack/slack-signature.js';
-import { DeliveryReceiver, FakeDiscord, FakeMatrix, FakeSlack, FakeTelegram } from '../../src/testing/index.js';
+import { DeliveryReceiver, FakeDiscord, FakeMattermost, FakeMatrix, FakeSlack, FakeTelegram, fakeMattermostId } from '../../src/testing/index.js';
 import { startLocalServer, type LocalServer } from '../../src/testing/local-server.js';
 import { until } from '../helpers/gateway.js';
 import { isolatedEnv, runGatewayProcess } from '../helpers/gateway-process.js';
 import { useTempDir } from '../helpers/temp-dir.js';
 
 /**
- * The gateway as `npm start` runs it (register, then cli/main), with Telegram, Slack, Discord
- * and the webhook against loopback fakes, logs at debug, and each exporter in turn: no secret it was
+ * The gateway as `npm start` runs it (register, then cli/main), with Telegram, Slack, Mattermost,
+ * Matrix, Discord and the webhook against loopback fakes, logs at debug, and each exporter in turn: no secret it was
  * configured with may appear in any byte it wrote (banner, logs, trace file, OTLP bodies, the
  * data dir).
  */
@@ -29,6 +29,7 @@ const SECRETS = {
   otlpQueryKey: 'otlp-query-key-W2eT9u',
   inboundQueryToken: 'inbound-query-token-P6vC1x',
   hmacKey: 'hmac-key-secret-0123456789abcdef',
+  mattermostToken: 'mattermost-bot-token-secret-Y3hK9q',
   /** Shaped as Discord's: the bot's id, a time and an HMAC, base64url. */
   discordBotToken: 'MTA5ODc2NTQzMjEwOTg3NjU0.GhJkLm.discordBotTokenSecretForThreadline01',
 };
@@ -37,7 +38,14 @@ const TOKEN_TAIL = SECRETS.telegramToken.split(':')[1]!;
 /** The HMAC part of the Discord token. */
 const DISCORD_TOKEN_TAIL = SECRETS.discordBotToken.split('.')[2]!;
 /** Chat ids that hmac mode must keep out of the logs. */
-const CHATS = { webhook: 'plain-chat-id-webhook-42', telegram: -1009876543210, slack: 'CPLAINSLACK42', matrix: '!plainMatrixRoom42:fake.local', discord: '1234567890123456789' };
+const CHATS = {
+  webhook: 'plain-chat-id-webhook-42',
+  telegram: -1009876543210,
+  slack: 'CPLAINSLACK42',
+  mattermost: fakeMattermostId('plainmattermost', 42),
+  matrix: '!plainMatrixRoom42:fake.local',
+  discord: '1234567890123456789',
+};
 
 interface Run {
   readonly output: string;
@@ -49,9 +57,10 @@ type Exporter = 'file' | 'http/json' | 'http/protobuf';
 
 async function runGateway(exporter: Exporter): Promise<Run> {
   const dataDir = join(tempDir(), exporter.replace('/', '-'));
-  const [telegram, slack, receiver, matrix, discord] = await Promise.all([
+  const [telegram, slack, mattermost, receiver, matrix, discord] = await Promise.all([
     FakeTelegram.start(),
     FakeSlack.start(),
+    FakeMattermost.start({ token: SECRETS.mattermostToken }),
     DeliveryReceiver.start(),
     FakeMatrix.start({ accessToken: SECRETS.matrixAccessToken }),
     FakeDiscord.start({ token: SECRETS.discordBotToken }),
@@ -79,6 +88,8 @@ async function runGateway(exporter: Exporter): Promise<Run> {
     THREADLINE_SLACK_BOT_TOKEN: SECRETS.slackBotToken,
     THREADLINE_SLACK_SIGNING_SECRET: SECRETS.slackSigningSecret,
     THREADLINE_SLACK_API_URL: slack.apiUrl,
+    THREADLINE_MATTERMOST_URL: mattermost.url,
+    THREADLINE_MATTERMOST_TOKEN: SECRETS.mattermostToken,
     THREADLINE_MATRIX_HOMESERVER_URL: matrix.homeserverUrl,
     THREADLINE_MATRIX_ACCESS_TOKEN: SECRETS.matrixAccessToken,
     THREADLINE_DISCORD_BOT_TOKEN: SECRETS.discordBotToken,
@@ -92,10 +103,10 @@ async function runGateway(exporter: Exporter): Promise<Run> {
         }),
   });
   const { output, code } = await runGatewayProcess(env, async (base, soFar) => {
-    await exercise(base, { telegram, slack, receiver, matrix, discord });
-    await until(() => count(soFar(), 'delivery failed for good') >= 5, 15_000);
+    await exercise(base, { telegram, slack, mattermost, receiver, matrix, discord });
+    await until(() => count(soFar(), 'delivery failed for good') >= 6, 15_000);
   });
-  await Promise.all([telegram.close(), slack.close(), receiver.close(), otlp.close(), matrix.close(), discord.close()]);
+  await Promise.all([telegram.close(), slack.close(), mattermost.close(), receiver.close(), otlp.close(), matrix.close(), discord.close()]);
   const files = readdirSync(dataDir)
     .map((name) => join(dataDir, name))
     .filter((path) => statSync(path).isFile())
@@ -104,14 +115,19 @@ async function runGateway(exporter: Exporter): Promise<Run> {
 }
 
 /** Real sends through every platform, two each: one fails for good (an error logged), one gets through. */
-async function exercise(base: string, fakes: { telegram: FakeTelegram; slack: FakeSlack; receiver: DeliveryReceiver; matrix: FakeMatrix; discord: FakeDiscord }): Promise<void> {
+async function exercise(
+  base: string,
+  fakes: { telegram: FakeTelegram; slack: FakeSlack; mattermost: FakeMattermost; receiver: DeliveryReceiver; matrix: FakeMatrix; discord: FakeDiscord },
+): Promise<void> {
   const post = (path: string, body: object, headers: Record<string, string>) =>
     fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   fakes.receiver.failNext(1, 400);
   fakes.telegram.failNext(1, 400);
   fakes.slack.refuseNext('channel_not_found');
+  fakes.mattermost.failNext(1, 400);
   fakes.matrix.failNext(1, { status: 403, errcode: 'M_FORBIDDEN' });
   fakes.discord.failNext(1, { status: 403, code: 50013 });
+  await fakes.mattermost.waitForConnections(1, 15_000);
   // What was written before the bot's first sync is history, which it does not answer; Discord keeps nothing for a bot not connected.
   await Promise.all([fakes.matrix.waitForSinceSyncs(1, 15_000), fakes.discord.connected(0, 15_000)]);
   const bearer = { authorization: `Bearer ${SECRETS.webhookBearer}` };
@@ -127,6 +143,7 @@ async function exercise(base: string, fakes: { telegram: FakeTelegram; slack: Fa
     const timestamp = String(Math.floor(Date.now() / 1000));
     const signature = slackSignature(SECRETS.slackSigningSecret, timestamp, raw);
     expect((await post('/v1/slack/events', event, { 'x-slack-request-timestamp': timestamp, 'x-slack-signature': signature })).status).toBe(200);
+    fakes.mattermost.userPost({ channelId: CHATS.mattermost, message: `mattermost ${n}` });
     fakes.matrix.postMessage(CHATS.matrix, `matrix ${n}`, { threadRoot: '$plainMatrixThread' });
     fakes.discord.userMessage({ channelId: CHATS.discord, content: `discord ${n}` });
   }
@@ -136,7 +153,13 @@ async function exercise(base: string, fakes: { telegram: FakeTelegram; slack: Fa
   fakes.discord.dispatchInteraction(command);
   await until(() => fakes.discord.interactionAnswers.length === 1, 15_000);
   await until(
-    () => fakes.receiver.received.length >= 1 && fakes.telegram.sent.length >= 1 && fakes.slack.sent.length >= 1 && fakes.matrix.sent.length >= 1 && fakes.discord.sent.length >= 1,
+    () =>
+      fakes.receiver.received.length >= 1 &&
+      fakes.telegram.sent.length >= 1 &&
+      fakes.slack.sent.length >= 1 &&
+      fakes.mattermost.sent.length >= 1 &&
+      fakes.matrix.sent.length >= 1 &&
+      fakes.discord.sent.length >= 1,
     15_000,
   );
 }
@@ -156,7 +179,7 @@ describe.each<Exporter>(['file', 'http/json', 'http/protobuf'])('no secret in an
 
   it('ran: started, sent through every platform, logged the failures, stopped cleanly', () => {
     expect(run.code, run.output).toBe(0);
-    expect(count(run.output, 'delivery failed for good')).toBeGreaterThanOrEqual(5);
+    expect(count(run.output, 'delivery failed for good')).toBeGreaterThanOrEqual(6);
     // Spans were written: the Telegram client span's URL, redacted.
     expect(run.written.includes('/bot<redacted>/sendMessage')).toBe(true);
   });
