@@ -11,8 +11,6 @@ import { DeliveryQueues } from './delivery-queues.js';
 import { InstanceHeartbeat } from './instance-heartbeat.js';
 import type { LeaseFactory } from '../lease/lease.js';
 import { redisLeaseFactory } from './leader-lease.js';
-import type { HandoverStateFactory } from '../lease/handover-state.js';
-import { redisHandoverState } from './redis-handover-state.js';
 import { RedisOutbox } from './redis-outbox.js';
 import { RedisOutboxRecords } from './redis-outbox-records.js';
 import { RedisScheduleRunner } from './redis-schedule-runner.js';
@@ -31,8 +29,6 @@ export interface RedisBackend {
   readonly heartbeat: InstanceHeartbeat;
   /** Leases for work only one instance may do at a time (Telegram long polling). */
   readonly leases: LeaseFactory;
-  /** What a lease's holder leaves for the next one (the Discord Gateway session to resume). */
-  readonly handover: HandoverStateFactory;
   /** The runner of reminders and cron jobs on BullMQ, made from the tools' services; closed with the store. */
   readonly schedules: ScheduleRunnerFactory;
   /** Start-up's check of Redis, made again while the gateway runs once started; stopped when the store closes. */
@@ -107,7 +103,6 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
       heartbeat,
       suitability: watch,
       leases: leaseFactory,
-      handover: redisHandoverState(commands, keys),
       queues: {
         turns,
         deliveries: (parts) => new RedisOutbox({ parts, records, connect: workerConnection, work: config.workers.deliveries, ...leases }),

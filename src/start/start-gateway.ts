@@ -19,7 +19,6 @@ import { TelegramPlatform } from '../platforms/telegram/telegram-platform.js';
 import { WebhookPlatform } from '../platforms/webhook/webhook-platform.js';
 import { recordBackend } from '../store/data-dir-backend.js';
 import { acquireDataDirLock } from '../store/data-dir-lock.js';
-import { fileHandoverState } from '../store/file-handover-state.js';
 import { StoreWrites } from '../store/store-writes.js';
 import type { AnyStore } from '../store/store.js';
 import type { RedisBackend } from '../queue/redis-backend.js';
@@ -143,9 +142,9 @@ async function assembleGateway(
   if (config.discord !== undefined) {
     // Loaded only when on: its libraries take a quarter of a second to load.
     const { DiscordPlatform } = await import('../platforms/discord/discord-platform.js');
-    // One Gateway connection at a time: two would each get every message. Its session is kept for the next one.
-    const gateway = backend === undefined ? { handover: fileHandoverState(config.dataDir) } : { gatewayLease: backend.leases, handover: backend.handover };
-    platforms.push(new DiscordPlatform({ ...config.discord, logger, keepBaggage: config.inboundBaggage, ...gateway }));
+    // One Gateway connection at a time: two would each get every message. Its session is kept in the store for the next one.
+    const gatewayLease = backend === undefined ? {} : { gatewayLease: backend.leases };
+    platforms.push(new DiscordPlatform({ ...config.discord, logger, keepBaggage: config.inboundBaggage, syncTokens: store.syncTokens, ...gatewayLease }));
   }
   const clock = parts.clock ?? systemClock;
   // The router exists once the gateway does; tools only deliver after start(), so this late binding is safe.

@@ -2,8 +2,8 @@ import type { REST } from '@discordjs/rest';
 import { CloseCodes, WebSocketManager, WebSocketShardEvents, type SessionInfo } from '@discordjs/ws';
 import { GatewayDispatchEvents, GatewayIntentBits, type GatewayDispatchPayload } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
-import type { HandoverStateFactory } from '../../lease/handover-state.js';
 import type { Lease, LeaseFactory } from '../../lease/lease.js';
+import type { SyncTokens } from '../../store/store.js';
 import { runDetached } from '../../session/index.js';
 import { isSnowflake } from './discord-inbound.js';
 import { DiscordSessionHandover } from './discord-session-handover.js';
@@ -30,10 +30,11 @@ export interface DiscordConnectionOptions {
    */
   readonly lease?: LeaseFactory | undefined;
   /**
-   * Where the session is kept for the next connection (after a restart, or on the instance
-   * that takes the lease over), so it resumes and Discord replays what came meanwhile.
+   * The store's sync tokens, where the session is kept for the next connection (after a
+   * restart, or on the instance that takes the lease over), so it resumes and Discord replays
+   * what came meanwhile. Unset, it is not kept.
    */
-  readonly handover?: HandoverStateFactory | undefined;
+  readonly syncTokens?: SyncTokens | undefined;
 }
 
 /** Takes one MESSAGE_CREATE's or INTERACTION_CREATE's data, with the bot's own user id; the next waits for it. */
@@ -71,7 +72,7 @@ export class DiscordConnection {
   private closed = false;
 
   constructor(private readonly options: DiscordConnectionOptions) {
-    this.handover = new DiscordSessionHandover(options.handover?.(DISCORD_GATEWAY_LEASE), options.logger);
+    this.handover = new DiscordSessionHandover(options.syncTokens, options.logger);
   }
 
   /** Connects (under the lease, when there is one), handing each message to `hand`. */
@@ -167,9 +168,9 @@ export class DiscordConnection {
    * Gateway's own host (or a sibling host of its domain) is resumed: the token goes there.
    */
   private async resumeHandedOver(manager: WebSocketManager): Promise<void> {
-    if (this.sessions.size > 0) return;
+    // Read at every start, so this connection's writes advance from what is kept now.
     const handover = await this.handover.load();
-    if (handover === undefined) return;
+    if (handover === undefined || this.sessions.size > 0) return;
     const gateway = new URL((await manager.fetchGatewayInformation()).url);
     const resumable = handover.sessions.filter((session) => sameSite(new URL(session.resumeURL), gateway));
     if (resumable.length === 0) return;

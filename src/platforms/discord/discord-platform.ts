@@ -3,9 +3,9 @@ import { ButtonStyle, ComponentType, InteractionResponseType, MessageFlags, Rout
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { DeliveryError, ThreadlineError, messageOf } from '../../errors.js';
-import type { HandoverStateFactory } from '../../lease/handover-state.js';
 import type { LeaseFactory } from '../../lease/lease.js';
 import type { Destination } from '../../session/delivery.js';
+import type { SyncTokens } from '../../store/store.js';
 import { inboundContext, runDetached, type InboundHeaders, type InboundOptions, type KeepBaggage } from '../../session/index.js';
 import { safeUrl } from '../../text/redact-secrets.js';
 import type { AcceptedMessage, Intake, OutboundMessage, Platform, PresenceTarget } from '../platform.js';
@@ -26,8 +26,8 @@ export interface DiscordOptions {
   readonly keepBaggage?: KeepBaggage;
   /** Several instances on one Redis: the Gateway is connected only on the instance holding this lease. */
   readonly gatewayLease?: LeaseFactory | undefined;
-  /** Where the Gateway session is kept for the next connection (a restart, the next lease holder); unset, it is not kept. */
-  readonly handover?: HandoverStateFactory | undefined;
+  /** The store's sync tokens: the Gateway session is kept there for the next connection (a restart, the next lease holder); unset, it is not kept. */
+  readonly syncTokens?: SyncTokens | undefined;
   /** Least ms between two edits of a live message; 0: no live messages. */
   readonly liveEditMs?: number | undefined;
   /** REST calls a second across all routes: Discord's global limit for the bot (50 unless it granted more). */
@@ -95,7 +95,7 @@ export class DiscordPlatform implements Platform {
       globalRequestsPerSecond: options.requestsPerSecond ?? DISCORD_REQUESTS_PER_SECOND,
     }).setToken(options.botToken);
     this.threads = new DiscordThreads(this.rest);
-    this.connection = new DiscordConnection({ token: options.botToken, rest: this.rest, logger: options.logger, lease: options.gatewayLease, handover: options.handover });
+    this.connection = new DiscordConnection({ token: options.botToken, rest: this.rest, logger: options.logger, lease: options.gatewayLease, syncTokens: options.syncTokens });
   }
 
   /**

@@ -1,17 +1,26 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Intake } from '../../../src/platforms/platform.js';
 import { DiscordPlatform } from '../../../src/platforms/discord/discord-platform.js';
 import { DISCORD_INTENTS } from '../../../src/platforms/discord/discord-connection.js';
 import { FakeDiscord } from '../../../src/testing/index.js';
-import { fileHandoverState } from '../../../src/store/file-handover-state.js';
-import type { HandoverStateFactory } from '../../../src/lease/handover-state.js';
+import type { SyncTokens } from '../../../src/store/store.js';
 import { until } from '../../helpers/gateway.js';
 
 const TOKEN = 'discord-connection-token';
+
+/** Sync tokens as a store keeps them: each advanced only from the value read. */
+function memoryTokens(): SyncTokens {
+  const tokens = new Map<string, string>();
+  return {
+    get: async (stream) => tokens.get(stream),
+    advance: async (stream, previous, token) => {
+      if (tokens.get(stream) !== previous) return false;
+      tokens.set(stream, token);
+      return true;
+    },
+  };
+}
 const fakes: FakeDiscord[] = [];
 afterEach(async () => {
   await Promise.all(fakes.splice(0).map((fake) => fake.close()));
@@ -19,11 +28,11 @@ afterEach(async () => {
 
 async function started(
   existing?: FakeDiscord,
-  handover?: HandoverStateFactory,
+  syncTokens?: SyncTokens,
 ): Promise<{ fake: FakeDiscord; platform: DiscordPlatform; accepted: string[] }> {
   const fake = existing ?? (await FakeDiscord.start({ token: TOKEN }));
   if (existing === undefined) fakes.push(fake);
-  const platform = new DiscordPlatform({ botToken: TOKEN, apiRoot: fake.apiRoot, logger: pino({ level: 'silent' }), handover });
+  const platform = new DiscordPlatform({ botToken: TOKEN, apiRoot: fake.apiRoot, logger: pino({ level: 'silent' }), syncTokens });
   const accepted: string[] = [];
   const intake: Intake = {
     accept: async (message) => {
@@ -65,7 +74,7 @@ describe('the Discord Gateway connection', () => {
   });
 
   it('resumes after a restart the session it kept, so what was written meanwhile is taken, and nothing twice', async () => {
-    const handover = fileHandoverState(mkdtempSync(join(tmpdir(), 'discord-handover-')));
+    const handover = memoryTokens();
     const first = await started(undefined, handover);
     const { fake } = first;
     await fake.connected();
@@ -85,7 +94,7 @@ describe('the Discord Gateway connection', () => {
   });
 
   it('identifies afresh when the session it kept is gone', async () => {
-    const handover = fileHandoverState(mkdtempSync(join(tmpdir(), 'discord-handover-')));
+    const handover = memoryTokens();
     const first = await started(undefined, handover);
     const { fake } = first;
     await fake.connected();
@@ -103,9 +112,10 @@ describe('the Discord Gateway connection', () => {
   });
 
   it("resumes only on the Gateway's own site: a kept session naming another host is not resumed (the token would go there)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'discord-handover-'));
-    const handover = fileHandoverState(dir);
-    await handover('discord-gateway').write(
+    const handover = memoryTokens();
+    await handover.advance(
+      'discord-gateway',
+      undefined,
       JSON.stringify({ botId: '1000000000000000001', sessions: [{ sessionId: 'x', resumeURL: 'wss://evil.example', sequence: 1, shardId: 0, shardCount: 1 }] }),
     );
     const { fake, platform } = await started(undefined, handover);

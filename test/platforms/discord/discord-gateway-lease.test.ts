@@ -5,7 +5,7 @@ import type { AcceptedMessage, InboundMessage, Intake } from '../../../src/platf
 import { DiscordPlatform } from '../../../src/platforms/discord/discord-platform.js';
 import type { Lease, LeaseFactory } from '../../../src/lease/lease.js';
 import { LeaderLease } from '../../../src/queue/leader-lease.js';
-import { redisHandoverState } from '../../../src/queue/redis-handover-state.js';
+import { redisSyncTokens } from '../../../src/store/redis/redis-sync-tokens.js';
 import { RedisKeys } from '../../../src/store/redis/redis-keys.js';
 import { FakeDiscord } from '../../../src/testing/index.js';
 import { until } from '../../helpers/gateway.js';
@@ -52,8 +52,8 @@ async function startInstance(name: string, redisUrl: string, prefix: string, fak
     };
     return counted;
   };
-  const handover = redisHandoverState(connection, new RedisKeys(prefix));
-  const platform = new DiscordPlatform({ botToken: TOKEN, apiRoot: fake.apiRoot, logger, gatewayLease: leases, handover });
+  const syncTokens = redisSyncTokens(connection, new RedisKeys(prefix));
+  const platform = new DiscordPlatform({ botToken: TOKEN, apiRoot: fake.apiRoot, logger, gatewayLease: leases, syncTokens });
   const taken: InboundMessage[] = [];
   const intake: Intake = {
     accept: async (message): Promise<AcceptedMessage> => {
