@@ -25,7 +25,8 @@ export function commandSettings(config: GatewayConfig, platforms: readonly strin
   if (store === 'sqlite' || redis === undefined) return settings;
   settings['THREADLINE_REDIS_PREFIX'] = redis.prefix;
   settings['THREADLINE_PARTITIONS'] = String(redis.partitions);
-  if (!mayHoldCredentials(redis.url)) settings['THREADLINE_REDIS_URL'] = redis.url;
+  // A command run as another account (THREADLINE_TERMINAL_USER) is kept out of the store, Redis included.
+  if (!mayHoldCredentials(redis.url) && config.tools.terminal.runAs === undefined) settings['THREADLINE_REDIS_URL'] = redis.url;
   return settings;
 }
 

@@ -29,7 +29,8 @@ export function acquireDataDirLock(dataDir: string): DataDirLock {
   const pidPath = join(dir, PID_FILE);
   let db: Database.Database | undefined;
   try {
-    mkdirSync(dir, { recursive: true });
+    // Only the gateway's account may read it: it holds every chat's messages.
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
     // timeout 0: a held lock fails at once with SQLITE_BUSY instead of waiting for it.
     db = new Database(join(dir, LOCK_FILE), { timeout: 0 });
     db.pragma('journal_mode = DELETE');

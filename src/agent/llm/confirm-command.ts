@@ -1,6 +1,6 @@
 import { trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
-import { ThreadlineError, messageOf } from '../../errors.js';
+import { ThreadlineError } from '../../errors.js';
 import type { Attachment } from '../../session/delivery.js';
 import { destinationOf } from '../../session/routing-mismatch.js';
 import type { HistoryEntry, HistoryLog } from '../../store/store.js';
@@ -60,7 +60,9 @@ export async function confirmHeldCall(turn: Turn, deps: ConfirmDeps): Promise<vo
       text = `Ran ${call.tool} (${code}), confirmed by ${turn.author}:\n${result.text}`;
       attachment = result.attachment;
     } catch (error) {
-      text = `${call.tool} (${code}) failed: ${error instanceof ThreadlineError ? error.message : messageOf(error)}`;
+      // A ThreadlineError's message is written for the chat; anything else is logged, not shown.
+      if (!(error instanceof ThreadlineError)) logger.error({ err: error, tool: call.tool, confirmation: code }, 'a confirmed tool call failed');
+      text = `${call.tool} (${code}) failed: ${error instanceof ThreadlineError ? error.message : 'an unexpected error (logged)'}`;
     }
   }
   // What the call answered is read by the model from now on: with the rights of whose text led to it.

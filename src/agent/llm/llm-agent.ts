@@ -10,7 +10,7 @@ import { modelServer, requestChat, type ModelServer } from './chat-request.js';
 import { assistantEntry, historyMessages, toolEntry, userEntry } from './conversation.js';
 import { confirmHeldCall } from './confirm-command.js';
 import { holdUnlessAllowed } from './hold-call.js';
-import { CONFIRM_COMMAND, isConfirmCommand } from './tool-confirmation.js';
+import { CONFIRM_COMMAND, isConfirmCommand, withoutConfirmCodes } from './tool-confirmation.js';
 import { TurnAuthority } from './turn-authority.js';
 import { createModelClient } from './model-client.js';
 import type { ChatCompletionMessageFunctionToolCall, ChatCompletionMessageParam, ChatCompletionTool } from './model-types.js';
@@ -101,7 +101,7 @@ export class LlmAgent implements Agent {
     }
     // Stopped (/stop or shutdown): nothing more is said.
     if (answer === undefined) return;
-    await turn.reply(answer.text, answer.attachment === undefined ? undefined : { attachment: answer.attachment });
+    await turn.reply(withoutConfirmCodes(answer.text), answer.attachment === undefined ? undefined : { attachment: answer.attachment });
   }
 
   /** The model loop; `added` receives each entry for history. Undefined when the turn was stopped. */
@@ -126,7 +126,7 @@ export class LlmAgent implements Agent {
         turn.signal,
         { apiKey: config.apiKey, timeoutMs: config.timeoutMs },
         // The answer as it is written, for platforms that show it (a draft, a live message).
-        (snapshot) => turn.progress?.(snapshot),
+        (snapshot) => turn.progress?.(withoutConfirmCodes(snapshot)),
       ).catch((error: unknown) => {
         // A request cut short by /stop is no failure to report.
         if (turn.signal.aborted) return undefined;
@@ -157,7 +157,7 @@ export class LlmAgent implements Agent {
         tool_calls: calls.map(({ id, function: { name, arguments: args } }) => ({ id, type: 'function', function: { name, arguments: args } })),
       });
       // What the model said with its calls ("Let me look…") is said before they run.
-      if (text.trim() !== '') await turn.reply(text);
+      if (text.trim() !== '') await turn.reply(withoutConfirmCodes(text));
       for (const call of calls) {
         const tool = toolsByName.get(call.function.name);
         const held = await holdUnlessAllowed(turn, tool, call, authority, logger);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { HistoryEntry } from '../../store/store.js';
-import { printable } from '../../text/printable.js';
+import { escapeChar, printable } from '../../text/printable.js';
 import { describeAuthor, type Author } from '../author.js';
 import { authorsOf, extraOf } from './conversation.js';
 
@@ -17,7 +17,7 @@ export const MAX_HELD_ARGUMENTS_CHARS = 2_000;
 export interface HeldCall {
   readonly code: string;
   readonly tool: string;
-  /** The arguments as the tool's schema checked them, as JSON: what the notice shows is what runs. */
+  /** The arguments as the model gave them, as JSON: /confirm checks them again, as the notice showed them checked. */
   readonly arguments: string;
   /** Epoch ms after which /confirm refuses it. */
   readonly until: number;
@@ -46,6 +46,14 @@ export function isConfirmCommand(text: string): boolean {
 export function confirmationCodeOf(text: string): string | undefined {
   const match = /^\s*\/confirm(?:@\S+)?\s+([a-z0-9]{1,32})\s*$/i.exec(text);
   return match?.[1]?.toLowerCase();
+}
+
+/**
+ * The model's text with any `/confirm <code>` made inert: only the gateway's own request may show
+ * a code, or a model repeating a non-admin's words could dress a harmful held call as a harmless one.
+ */
+export function withoutConfirmCodes(text: string): string {
+  return text.replace(/(\/confirm(?:@\S+)?)\s+[a-z0-9]{1,32}\b/gi, '$1 ⟨code withheld: only the gateway\'s own request shows one⟩');
 }
 
 /** `extra` of the tool entry that records a held call. */
@@ -84,13 +92,23 @@ export function heldCallState(entries: readonly HistoryEntry[], code: string, no
  * so nothing can be hidden past the edge of the screen.
  */
 export function shownArguments(json: string): string {
-  return printable(json).replace(/ {4,}/g, (run) => `⟨${run.length} spaces⟩`);
+  return printable(json)
+    .replace(/[\p{Cf}\p{Zs}\u115f\u1160\u3164\uffa0]/gu, (char) => (char === ' ' ? char : escapeChar(char)))
+    .replace(/ {4,}/g, (run) => `⟨${run.length} spaces⟩`);
+}
+
+/** `text` in a code block whose fence no run of backticks in it can close: Markdown platforms show it as it is. */
+function fenced(text: string): string {
+  const longest = Math.max(0, ...[...text.matchAll(/`+/g)].map(([run]) => run.length));
+  const fence = '`'.repeat(Math.max(3, longest + 1));
+  return `${fence}\n${text}\n${fence}`;
 }
 
 /** What the chat is told when a call is held: what would run, why not yet, and how to run it. */
-export function heldCallNotice(call: HeldCall, unprivileged: readonly Author[]): string {
+export function heldCallNotice(call: HeldCall, shown: string, unprivileged: readonly Author[]): string {
   return [
-    `The assistant asked to run ${call.tool} with ${shownArguments(call.arguments)}`,
+    `The assistant asked to run ${call.tool} with:`,
+    fenced(shown),
     `It was not run: this conversation holds ${describe(unprivileged)}, who may not run it, and the assistant may be repeating them.`,
     `An admin who wants it run replies here, in this chat and thread: ${CONFIRM_COMMAND} ${call.code} (valid ${CONFIRMATION_TTL_MS / 60_000} minutes).`,
   ].join('\n');

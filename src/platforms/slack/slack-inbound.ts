@@ -58,7 +58,9 @@ export function slackButtonPress(payload: unknown, knownType: (channel: string) 
   const user = record(p['user'])?.['id'];
   const channel = record(p['channel'])?.['id'];
   if (!isText(command) || !command.startsWith('/') || !isText(pressedAt) || !isText(user) || !isText(channel)) return undefined;
-  const threadTs = record(p['container'])?.['thread_ts'] ?? record(p['message'])?.['thread_ts'];
+  // The button's own thread: a top-level message that others replied to carries thread_ts = its ts, and is in no thread.
+  const message = record(p['message']);
+  const threadTs = record(p['container'])?.['thread_ts'] ?? (message?.['thread_ts'] !== message?.['ts'] ? message?.['thread_ts'] : undefined);
   return {
     session: {
       platform: 'slack',

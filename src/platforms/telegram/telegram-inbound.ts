@@ -30,9 +30,16 @@ export function telegramInbound(update: unknown): InboundMessage | undefined {
   if (typeof text !== 'string' || text === '' || chatType === undefined) return undefined;
   if (!Number.isSafeInteger(chatId) || !Number.isSafeInteger(messageId)) return undefined;
   const threadId = message['is_topic_message'] === true ? message['message_thread_id'] : undefined;
-  // Posted as a chat (`sender_chat`), or by one of the shared accounts: no user of its own.
-  const from = message['sender_chat'] !== undefined || SHARED_SENDER_IDS.has(record(message['from'])?.['id'] as number) ? undefined : record(message['from']);
+  // Posted as a chat (`sender_chat`), by one of the shared accounts, or written by someone else
+  // (forwarded, sent through an inline bot): no user of its own, so it carries no one's rights.
+  const from =
+    message['sender_chat'] !== undefined || SHARED_SENDER_IDS.has(record(message['from'])?.['id'] as number) || writtenByAnother(message) ? undefined : record(message['from']);
   return inboundOf(chat, chatType, threadId, from, String(messageId), text);
+}
+
+/** Forwarded (either spelling of the Bot API), or composed by an inline bot: the sender only passed it on. */
+function writtenByAnother(message: Record<string, unknown>): boolean {
+  return ['forward_origin', 'forward_from', 'forward_from_chat', 'forward_sender_name', 'forward_date', 'via_bot'].some((field) => message[field] !== undefined);
 }
 
 /** Telegram's callback query ids: opaque, short, printable. */

@@ -1,4 +1,6 @@
+import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { ConfigError } from '../../errors.js';
 import type { Tool } from '../tool.js';
 import type { BackgroundWork, ToolServices } from '../tool-services.js';
 import type { TerminalConfig } from '../tools-config.js';
@@ -28,6 +30,7 @@ export interface Terminal {
 export function createTerminal(given: ToolServices, config: TerminalConfig, options: TerminalOptions = {}): Terminal {
   // Absolute: the wrapper runs in `cwd`, where a relative process directory (`./data`, the default) would not exist.
   const services: ToolServices = { ...given, dataDir: resolve(given.dataDir) };
+  if (config.runAs !== undefined) requirePrivateDataDir(services.dataDir, config.runAs.name);
   const watchers = new TerminalWatchers(services, config);
   const spawner = options.spawner ?? nodeSpawner;
   // Another account's commands run in its home: the data directory is the gateway's alone.
@@ -36,4 +39,23 @@ export function createTerminal(given: ToolServices, config: TerminalConfig, opti
     tools: [terminalTool({ services, config, watchers, spawner, cwd }), listProcessesTool(services, config), killProcessTool(services, config, watchers)],
     watchers,
   };
+}
+
+/**
+ * Commands run as another account must not read the store (every chat's history) or write
+ * skills and process files: the data directory is refused unless only its owner may enter it.
+ */
+function requirePrivateDataDir(dataDir: string, account: string): void {
+  let mode: number;
+  try {
+    mode = statSync(dataDir).mode & 0o777;
+  } catch {
+    return; // Made 0700 by the data dir lock before anything reads it.
+  }
+  if ((mode & 0o077) !== 0) {
+    throw new ConfigError(
+      'THREADLINE_TERMINAL_USER',
+      `the data directory ${dataDir} is open to others (mode ${mode.toString(8)}), so commands run as ${account} could read every chat: chmod 700 it`,
+    );
+  }
 }

@@ -29,7 +29,7 @@ export function resolveRunAs(spec: string, currentUid: number | undefined = proc
   const [name, , uid, gid, , home] = entry.split(':');
   const account = { name: name!, uid: Number(uid), gid: Number(gid), home: home ?? '/' };
   if (!Number.isSafeInteger(account.uid) || !Number.isSafeInteger(account.gid)) throw new ConfigError('THREADLINE_TERMINAL_USER', `the account "${spec}" has no numeric uid and gid`);
-  if (account.uid === 0) throw new ConfigError('THREADLINE_TERMINAL_USER', 'names root: commands would read every secret of the gateway; name an unprivileged account');
+  if (account.uid === 0 || account.gid === 0) throw new ConfigError('THREADLINE_TERMINAL_USER', `names ${account.uid === 0 ? 'root' : 'an account of the root group'}: commands would read every secret of the gateway; name an unprivileged account`);
   if (currentUid !== 0 && currentUid !== account.uid) {
     throw new ConfigError('THREADLINE_TERMINAL_USER', `running commands as ${account.name} needs the gateway to run as root (it runs as uid ${currentUid}); or run the gateway as ${account.name} and leave this unset`);
   }
@@ -46,7 +46,8 @@ export function runAsEnv(env: NodeJS.ProcessEnv, runAs: RunAs | undefined): Node
  * cleared (numbers only, so nothing in it is read as shell).
  */
 export function runAsPrefix(runAs: RunAs | undefined): string {
-  return runAs === undefined ? '' : `setpriv --reuid=${runAs.uid} --regid=${runAs.gid} --clear-groups -- `;
+  // A gateway that runs as the account already has nothing to drop (and setpriv could not).
+  return runAs === undefined || process.getuid?.() === runAs.uid ? '' : `setpriv --reuid=${runAs.uid} --regid=${runAs.gid} --clear-groups -- `;
 }
 
 function isDirectory(path: string): boolean {

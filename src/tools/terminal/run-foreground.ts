@@ -40,7 +40,8 @@ export async function runForeground(options: ForegroundOptions): Promise<Foregro
   const child = options.spawner('/bin/sh', ['-c', options.command], {
     cwd: options.cwd,
     env: options.env,
-    ...(options.runAs === undefined ? {} : { uid: options.runAs.uid, gid: options.runAs.gid }),
+    // As the account, unless the gateway runs as it already (then there is nothing to drop).
+    ...(options.runAs === undefined || process.getuid?.() === options.runAs.uid ? {} : { uid: options.runAs.uid, gid: options.runAs.gid }),
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -45,3 +45,14 @@ describe('telegramInbound: a pressed button', () => {
     expect(telegramInbound(press({ from: { id: 1087968824, is_bot: true } }))?.session.userId).toBeUndefined();
   });
 });
+
+describe('telegramInbound: text someone else wrote', () => {
+  it.each([
+    ['forwarded (forward_origin)', { forward_origin: { type: 'hidden_user', sender_user_name: 'x', date: 0 } }],
+    ['forwarded (older fields)', { forward_from: { id: 9, is_bot: false, first_name: 'Stranger' }, forward_date: 0 }],
+    ['sent through an inline bot', { via_bot: { id: 5, is_bot: true, first_name: 'bot' } }],
+  ])('names no user when %s: the forwarder passes no rights to it', (_, extra) => {
+    const inbound = telegramInbound(update({ from: { id: 42, is_bot: false, first_name: 'Ann' }, ...extra }));
+    expect(inbound?.session.userId).toBeUndefined();
+  });
+});

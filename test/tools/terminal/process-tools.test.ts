@@ -34,7 +34,9 @@ describe('kill_process', () => {
     const command = "trap '' TERM; echo ready; while :; do sleep 0.05; done";
     const id = startedId(await harness.call('terminal', { command, background: true, notify_on_complete: true }));
     const { pid } = (await harness.table.get(id))!;
-    await expect.poll(() => existsSync(`${harness.services.dataDir}/processes/${id}/output`)).toBe(true);
+    // `ready` is written after the trap is set: a TERM before it would end the command itself.
+    const output = `${harness.services.dataDir}/processes/${id}/output`;
+    await expect.poll(() => existsSync(output) && readFileSync(output, 'utf8').includes('ready')).toBe(true);
     await harness.call('kill_process', { id });
     await clock.advance(KILL_GRACE_MS);
     const done = await harness.deliverer.waitFor(`proc:${id}:done`);
