@@ -77,4 +77,8 @@ for (const { driver, runs } of subjects) {
   console.log(`RESULT platform_${driver.name}_cpu_us_per_message=${median(cpu).toFixed(0)} (rounds ${range(cpu)})`);
 }
 for (const { driver, runs } of subjects) console.log(`RESULT platform_${driver.name}_event_loop_us_per_message=${median(runs.map((r) => r.eventLoopUs)).toFixed(0)}`);
+for (const { driver, runs } of subjects) {
+  const calls = [...runs.at(-1)!.callsPerMessage].sort(([, a], [, b]) => b - a).map(([name, count]) => `${name} ${count.toFixed(2)}`);
+  console.log(`${driver.name}: calls to the fake a message (last round): ${calls.join(', ')}`);
+}
 for (const { driver, runs } of subjects) console.log(`RESULT platform_${driver.name}_messages_per_s=${median(runs.map((r) => r.messagesPerSecond)).toFixed(0)}`);

@@ -11,6 +11,8 @@ export interface PlatformRun {
   readonly cpuUs: number;
   readonly eventLoopUs: number;
   readonly messagesPerSecond: number;
+  /** The gateway's calls to the fake a message, by name. */
+  readonly callsPerMessage: ReadonlyMap<string, number>;
 }
 
 export interface RunPlan {
@@ -23,6 +25,7 @@ export interface RunPlan {
 
 export async function runClosedLoop(driver: PlatformDriver, gateway: { readonly url: string; readonly pid: number }, plan: RunPlan): Promise<PlatformRun> {
   const repliesBefore = driver.replies();
+  const callsBefore = driver.calls().length;
   let sent = 0;
   let failure: unknown;
   let wake = () => {};
@@ -53,7 +56,10 @@ export async function runClosedLoop(driver: PlatformDriver, gateway: { readonly 
   const seconds = Number(process.hrtime.bigint() - startedNs) / 1e9;
   const after = cpuTime(gateway.pid);
   if (driver.replies() - repliesBefore !== plan.messages) throw new Error(`${driver.name}: ${driver.replies() - repliesBefore} replies to ${plan.messages} messages`);
+  const callsPerMessage = new Map<string, number>();
+  for (const call of driver.calls().slice(callsBefore)) callsPerMessage.set(call, (callsPerMessage.get(call) ?? 0) + 1 / plan.messages);
   return {
+    callsPerMessage,
     cpuUs: (after.totalUs - before.totalUs) / plan.messages,
     eventLoopUs: (after.mainUs - before.mainUs) / plan.messages,
     messagesPerSecond: plan.messages / seconds,

@@ -31,6 +31,8 @@ export interface PlatformDriver {
   send(url: string, n: number, place: Place, text: string): Promise<void>;
   /** Replies the fake has received so far. */
   replies(): number;
+  /** Every call the gateway made to the fake so far, by name (the webhook's: its deliveries), in order. */
+  calls(): readonly string[];
   /** Calls `listener` (the last one given) each time a reply arrives at the fake. */
   onReply(listener: () => void): void;
   close(): Promise<void>;
@@ -80,6 +82,7 @@ export async function webhookDriver(): Promise<PlatformDriver> {
     send: (url, n, place, text) =>
       postOk(`${url}/v1/messages`, JSON.stringify({ chat_id: `chat:${place.chat}`, ...(place.thread === undefined ? {} : { thread_id: `t/${place.thread}` }), message_id: `m${n}`, text }), {}),
     replies: () => receiver.received.length,
+    calls: () => receiver.received.map(() => 'POST delivery'),
     close: () => receiver.close(),
   });
 }
@@ -95,6 +98,7 @@ export async function telegramDriver(): Promise<PlatformDriver> {
       THREADLINE_TELEGRAM_WEBHOOK_SECRET: TEST_SECRETS.telegramWebhookSecret,
     },
     records: fake.sent,
+    calls: () => fake.calls.map((call) => call.method),
     ready: async () => {},
     // A forum supergroup a chat, its topics the threads.
     send: (url, n, place, text) =>
@@ -124,6 +128,7 @@ export async function slackDriver(): Promise<PlatformDriver> {
     name: 'slack',
     env: { THREADLINE_SLACK_BOT_TOKEN: TEST_SECRETS.slackBotToken, THREADLINE_SLACK_SIGNING_SECRET: TEST_SECRETS.slackSigningSecret, THREADLINE_SLACK_API_URL: fake.apiUrl },
     records: fake.sent,
+    calls: () => fake.calls,
     ready: async () => {},
     // Signed as Slack signs an Events API request; a thread is its root message's ts.
     send: (url, n, place, text) => {
@@ -154,6 +159,7 @@ export async function matrixDriver(): Promise<PlatformDriver> {
     name: 'matrix',
     env: { THREADLINE_MATRIX_HOMESERVER_URL: fake.homeserverUrl, THREADLINE_MATRIX_ACCESS_TOKEN: TEST_SECRETS.matrixAccessToken },
     records: fake.sent,
+    calls: () => fake.calls.map((call) => call.endpoint),
     // Written before the bot's first sync, a message would be history, which a bot's first sync skips.
     ready: () => fake.waitForSinceSyncs(1, 30_000),
     send: async (_url, _n, place, text) => {
@@ -172,6 +178,7 @@ export async function mattermostDriver(): Promise<PlatformDriver> {
     name: 'mattermost',
     env: { THREADLINE_MATTERMOST_URL: fake.url, THREADLINE_MATTERMOST_TOKEN: TEST_SECRETS.mattermostToken },
     records: fake.sent,
+    calls: () => fake.calls.map((call) => `${call.method} ${call.route}`),
     // A post written before the websocket is up would wait for a catch-up.
     ready: () => until(() => fake.openConnections > 0, 'the Mattermost websocket', 30_000),
     send: async (_url, _n, place, text) => {
