@@ -16,7 +16,7 @@ const ROUNDS = env('ROUNDS', 5);
 const MESSAGES = env('MESSAGES', 300);
 const WARMUP = env('WARMUP', 50);
 // The first rounds read up to half again as much as later ones before V8 has compiled the hot paths.
-const FIRST_WARMUP = env('FIRST_WARMUP', 1_000);
+const FIRST_WARMUP = env('FIRST_WARMUP', 2_000);
 const IN_FLIGHT = env('IN_FLIGHT', 16);
 const TELEMETRY = process.env['BENCH_TELEMETRY'] ?? 'on';
 const DIST = process.env['BENCH_THREADLINE_DIST'] ?? 'dist';
@@ -80,6 +80,12 @@ const range = (values: readonly number[]) => `${Math.min(...values).toFixed(0)}â
 for (const { driver, runs } of subjects) {
   const cpu = runs.map((r) => r.cpuUs);
   console.log(`RESULT platform_${driver.name}_cpu_us_per_message=${median(cpu).toFixed(0)} (rounds ${range(cpu)})`);
+}
+// Within a round the platforms run minutes apart at most: the ratio to the webhook's round cancels the machine's drift.
+const webhook = subjects.find((s) => s.driver.name === 'webhook')!;
+for (const { driver, runs } of subjects.filter((s) => s !== webhook)) {
+  const ratios = runs.map((r, i) => r.cpuUs / webhook.runs[i]!.cpuUs);
+  console.log(`RESULT platform_${driver.name}_vs_webhook=${median(ratios).toFixed(2)} (rounds ${Math.min(...ratios).toFixed(2)}â€“${Math.max(...ratios).toFixed(2)})`);
 }
 for (const { driver, runs } of subjects) console.log(`RESULT platform_${driver.name}_event_loop_us_per_message=${median(runs.map((r) => r.eventLoopUs)).toFixed(0)}`);
 for (const { driver, runs } of subjects) {
