@@ -19,6 +19,7 @@ const WARMUP = env('WARMUP', 50);
 const FIRST_WARMUP = env('FIRST_WARMUP', 2_000);
 const IN_FLIGHT = env('IN_FLIGHT', 16);
 const TELEMETRY = process.env['BENCH_TELEMETRY'] ?? 'on';
+const TYPING = process.env['BENCH_TYPING'] ?? 'on';
 const DIST = process.env['BENCH_THREADLINE_DIST'] ?? 'dist';
 
 interface Subject {
@@ -39,6 +40,8 @@ async function startSubject(driver: PlatformDriver): Promise<Subject> {
       PORT: '0',
       HOST: '127.0.0.1',
       ...(TELEMETRY === 'off' ? { OTEL_SDK_DISABLED: 'true' } : {}),
+      // What "typing…" costs: without it, a chat platform sends one request a message, as the webhook does.
+      ...(TYPING === 'off' ? { THREADLINE_TYPING_INTERVAL_MS: '0' } : {}),
       ...driver.env,
     },
     dataDirVariable: 'THREADLINE_DATA_DIR',
@@ -54,7 +57,7 @@ async function run(subject: Subject, messages: number): Promise<PlatformRun> {
 }
 
 console.log(
-  `node ${process.version} · telemetry ${TELEMETRY} · ${FIRST_WARMUP} messages of warm-up, then ${ROUNDS} rounds of ${MESSAGES} messages (after ${WARMUP}) · ${IN_FLIGHT} in flight · ${root}`,
+  `node ${process.version} · telemetry ${TELEMETRY} · typing ${TYPING} · ${FIRST_WARMUP} messages of warm-up, then ${ROUNDS} rounds of ${MESSAGES} messages (after ${WARMUP}) · ${IN_FLIGHT} in flight · ${root}`,
 );
 const subjects: Subject[] = [];
 for (const start of PLATFORM_DRIVERS) subjects.push(await startSubject(await start()));
