@@ -5,7 +5,7 @@
  * gateway reads from the fake by websocket or /sync), and a count of the replies the fake
  * received. The gateway runs in a process of its own, so the fake's CPU is not its.
  */
-import { DeliveryReceiver, FakeMatrix, FakeMattermost, FakeSlack, FakeTelegram, TEST_SECRETS } from '../../src/testing/index.js';
+import { DeliveryReceiver, FakeDiscord, FakeMatrix, FakeMattermost, FakeSlack, FakeTelegram, TEST_SECRETS } from '../../src/testing/index.js';
 import { slackSignature } from '../../src/platforms/slack/slack-signature.js';
 
 /** Where message n goes: `CHATS` chats, every other one with `THREADS` threads, a third of its messages at the top level. */
@@ -189,5 +189,33 @@ export async function mattermostDriver(): Promise<PlatformDriver> {
   });
 }
 
+export async function discordDriver(): Promise<PlatformDriver> {
+  const fake = await FakeDiscord.start({ token: TEST_SECRETS.discordBotToken });
+  const channel = (chat: number) => String(1_200_000_000_000_000_000n + BigInt(chat));
+  // A Discord thread is a channel of its own, whose parent the fake knows.
+  const thread = (chat: number, index: number) => String(1_400_000_000_000_000_000n + BigInt(chat * THREADS + index));
+  for (let chat = 0; chat < CHATS; chat++) for (let index = 0; index < THREADS; index++) fake.addThread(thread(chat, index), channel(chat));
+  return driver({
+    name: 'discord',
+    env: {
+      THREADLINE_DISCORD_BOT_TOKEN: TEST_SECRETS.discordBotToken,
+      THREADLINE_DISCORD_API_ROOT: fake.apiRoot,
+      THREADLINE_DISCORD_PUBLIC_KEY: fake.publicKey,
+      // The fake takes what it is sent at once: the gateway's pacing at Discord's 50 a second would hold the loop, not cost CPU.
+      THREADLINE_DISCORD_REQUESTS_PER_SECOND: '10000',
+    },
+    records: fake.sent,
+    calls: () => fake.calls.map((call) => call.route),
+    // A message written before the bot is connected would never reach it, as on Discord.
+    ready: () => fake.connected(0, 30_000),
+    // A mention of the bot in a server's channel or thread, as the bot answers.
+    send: async (_url, _n, place, text) => {
+      fake.userMessage({ channelId: place.thread === undefined ? channel(place.chat) : thread(place.chat, place.thread), content: text });
+    },
+    replies: () => fake.sent.length,
+    close: () => fake.close(),
+  });
+}
+
 /** Every platform adapter in src/platforms, in the order the figures are printed. */
-export const PLATFORM_DRIVERS: readonly (() => Promise<PlatformDriver>)[] = [webhookDriver, telegramDriver, slackDriver, matrixDriver, mattermostDriver];
+export const PLATFORM_DRIVERS: readonly (() => Promise<PlatformDriver>)[] = [webhookDriver, telegramDriver, slackDriver, matrixDriver, mattermostDriver, discordDriver];
