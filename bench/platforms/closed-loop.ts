@@ -56,10 +56,10 @@ export async function runClosedLoop(driver: PlatformDriver, gateway: { readonly 
   const seconds = Number(process.hrtime.bigint() - startedNs) / 1e9;
   const after = cpuTime(gateway.pid);
   if (driver.replies() - repliesBefore !== plan.messages) throw new Error(`${driver.name}: ${driver.replies() - repliesBefore} replies to ${plan.messages} messages`);
-  const callsPerMessage = new Map<string, number>();
-  for (const call of driver.calls().slice(callsBefore)) callsPerMessage.set(call, (callsPerMessage.get(call) ?? 0) + 1 / plan.messages);
+  const calls = new Map<string, number>();
+  for (const call of driver.calls().slice(callsBefore)) calls.set(call, (calls.get(call) ?? 0) + 1);
   return {
-    callsPerMessage,
+    callsPerMessage: new Map([...calls].map(([name, count]) => [name, count / plan.messages])),
     cpuUs: (after.totalUs - before.totalUs) / plan.messages,
     eventLoopUs: (after.mainUs - before.mainUs) / plan.messages,
     messagesPerSecond: plan.messages / seconds,
