@@ -29,7 +29,7 @@ export interface RunningServer {
 }
 
 /** The threadline build a server runs: `dist` by default, another build to compare side by side. */
-function threadline(dist: string): string[] {
+export function threadline(dist: string): string[] {
   const dir = resolve(root, dist);
   return ['--import', join(dir, 'telemetry/register.js'), join(dir, 'cli/main.js')];
 }
