@@ -87,7 +87,7 @@ describe('matrix through the gateway', () => {
     g.matrix!.failNext(1, { retryAfterMs: 1_500 });
     const started = Date.now();
     const message = write(g, '!limited:fake.local', 'after the limit', '$t');
-    await until(() => g.matrix!.sent.length === 1, 5_000);
+    await until(() => g.matrix!.sent.length === 1, 15_000);
     expect(Date.now() - started).toBeGreaterThanOrEqual(1_450);
     expectAnsweredOnceInPlace(g, [message]);
     expect(g.running.gateway.outbox.stats()).toMatchObject({ delivered: 1, retried: 1, failed: 0 });
@@ -98,7 +98,7 @@ describe('matrix through the gateway', () => {
     g.matrix!.failNext(1, { retryAfterMs: 10, retryAfterSeconds: 2 });
     const started = Date.now();
     write(g, '!limited:fake.local', 'after the header', '$t');
-    await until(() => g.matrix!.sent.length === 1, 5_000);
+    await until(() => g.matrix!.sent.length === 1, 15_000);
     expect(Date.now() - started).toBeGreaterThanOrEqual(1_950);
   });
 
