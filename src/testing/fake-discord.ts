@@ -139,6 +139,8 @@ export class FakeDiscord {
   private readonly messages = new Map<string, DiscordShown & { readonly authorId: string }>();
   /** Threads the fake knows: their channel, by thread id. */
   private readonly threads = new Map<string, string>();
+  /** Threads the bot opened from a message (POST /channels/{id}/messages/{id}/threads), in order. */
+  readonly threadsStarted: { readonly channelId: string; readonly messageId: string; readonly name: string }[] = [];
   /** The buttons under the bot's messages, by message id. */
   private readonly buttons = new Map<string, { readonly label: string; readonly command: string }>();
   /** Messages already created by nonce (enforce_nonce). */
@@ -405,6 +407,14 @@ export class FakeDiscord {
         return { ...this.post(channelId, request), headers };
       case 'PATCH /channels/:id/messages/:id':
         return { ...this.edit(channelId, segments[3]!, request), headers };
+      case 'POST /channels/:id/messages/:id/threads': {
+        // As Discord does: the thread takes the message's id, and a message starts one thread.
+        const messageId = segments[3]!;
+        if (this.threads.has(messageId)) return error(400, 160004, 'A thread has already been created for this message');
+        this.threads.set(messageId, channelId);
+        this.threadsStarted.push({ channelId, messageId, name: String(parseBody(request)['name'] ?? '') });
+        return { status: 201, body: { id: messageId, type: 11, guild_id: FAKE_DISCORD_GUILD, parent_id: channelId, name: parseBody(request)['name'] } };
+      }
       default:
         return error(404, 0, '404: Not Found');
     }

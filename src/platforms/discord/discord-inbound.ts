@@ -51,6 +51,15 @@ export function takenMessage(data: unknown, botId: string): DiscordMessage | und
   };
 }
 
+/** `/thread <text>` in a server channel: the bot opens a thread from the message and answers there. */
+const THREAD_REQUEST = /^\/thread(?:\s+|$)/i;
+
+/** The text of a message that asks for a thread of its own, without the request; undefined when it does not ask. */
+export function threadRequest(message: DiscordMessage): string | undefined {
+  if (message.guildId === undefined || !THREAD_REQUEST.test(message.text)) return undefined;
+  return message.text.replace(THREAD_REQUEST, '');
+}
+
 /**
  * The InboundMessage of a taken message. `parentId` is the channel a thread belongs to, for a
  * message written in a thread: the chat is then that channel and the thread id the thread's

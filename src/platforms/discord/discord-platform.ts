@@ -8,10 +8,10 @@ import type { Destination } from '../../session/delivery.js';
 import type { SyncTokens } from '../../store/store.js';
 import { inboundContext, runDetached, type InboundHeaders, type InboundOptions, type KeepBaggage } from '../../session/index.js';
 import { safeUrl } from '../../text/redact-secrets.js';
-import type { AcceptedMessage, Intake, OutboundMessage, Platform, PresenceTarget } from '../platform.js';
+import type { AcceptedMessage, InboundMessage, Intake, OutboundMessage, Platform, PresenceTarget } from '../platform.js';
 import type { KeyObject } from 'node:crypto';
 import { DiscordConnection } from './discord-connection.js';
-import { discordInbound, isSnowflake, takenMessage, type DiscordMessage } from './discord-inbound.js';
+import { discordInbound, isSnowflake, takenMessage, threadRequest, type DiscordMessage } from './discord-inbound.js';
 import { discordInteraction, type DiscordCommand, type DiscordInteraction } from './discord-interaction.js';
 import { discordPublicKey, discordSignatureValid } from './discord-signature.js';
 import { discordNonce, discordPieces } from './discord-text.js';
@@ -300,7 +300,7 @@ export class DiscordPlatform implements Platform {
     const idempotency = { key: `discord:${taken.id}`, ttlMs: DISCORD_IDEMPOTENCY_MS };
     for (let tries = 1; ; tries++) {
       try {
-        const message = discordInbound(taken, await this.parentOf(taken));
+        const message = await this.inboundOf(taken);
         await runDetached(() => intake.accept(message, inboundContext({}, this.inbound), idempotency));
         return;
       } catch (error) {
@@ -310,6 +310,18 @@ export class DiscordPlatform implements Platform {
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
     }
+  }
+
+  /**
+   * The message as intake takes it: in its channel or thread, or (`/thread <text>` in a
+   * channel) in a thread opened from it, answered there without quoting what started it.
+   */
+  private async inboundOf(taken: DiscordMessage): Promise<InboundMessage> {
+    const parent = await this.parentOf(taken);
+    const asked = parent === undefined ? threadRequest(taken) : undefined;
+    if (asked === undefined || asked === '') return discordInbound(taken, parent);
+    const threadId = await this.threads.startFrom(taken.channelId, taken.id, asked);
+    return discordInbound({ ...taken, channelId: threadId, text: asked }, taken.channelId, false);
   }
 
   /** The channel of the thread a server message was written in; none in a direct message. */

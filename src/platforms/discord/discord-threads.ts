@@ -38,4 +38,24 @@ export class DiscordThreads {
     this.parents.set(channelId, parent);
     return parent === NONE ? undefined : parent;
   }
+
+  /**
+   * Opens a thread from message `messageId` of `channelId` and resolves its id, which Discord
+   * gives the message's own id: asked again (a retry, a replay) it finds the thread made before.
+   */
+  async startFrom(channelId: string, messageId: string, name: string, signal?: AbortSignal): Promise<string> {
+    try {
+      await this.rest.post(Routes.threads(channelId, messageId), {
+        body: { name: name.slice(0, 100) || 'thread', auto_archive_duration: 1440 },
+        ...(signal === undefined ? {} : { signal }),
+      });
+    } catch (error) {
+      if (!(error instanceof DiscordAPIError) || error.code !== THREAD_ALREADY_CREATED) throw error;
+    }
+    this.parents.set(messageId, channelId);
+    return messageId;
+  }
 }
+
+/** Discord's "A thread has already been created for this message". */
+const THREAD_ALREADY_CREATED = 160004;

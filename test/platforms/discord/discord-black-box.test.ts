@@ -54,6 +54,19 @@ describe('Discord, end to end through the fake', () => {
     expect(await g.misroutes()).toEqual([]);
   });
 
+  it('opens a thread from a channel message that asks for one (/thread), and answers in it', async () => {
+    const g = await startTestGateway({ discord: true });
+    const fake = g.discord!;
+    const asked = write(fake, channel(1), '/thread fix the build');
+    const plain = write(fake, channel(1), 'in the channel');
+    await until(() => fake.sent.length === 2, 10_000);
+    expect(fake.threadsStarted).toEqual([{ channelId: channel(1), messageId: asked, name: 'fix the build' }]);
+    const replies = repliesByText(fake);
+    // The thread has the message's id; the answer is in it, quoting nothing (its start is in the channel).
+    expect(replies.get('fix the build')).toEqual([{ channelId: asked, replyTo: undefined }]);
+    expect(replies.get('in the channel')).toEqual([{ channelId: channel(1), replyTo: plain }]);
+  });
+
   it('gives a thread message the routing of its channel and thread', async () => {
     const g = await startTestGateway({ discord: true });
     const fake = g.discord!;
