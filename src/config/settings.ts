@@ -375,7 +375,7 @@ export const SETTINGS = {
     min: 0,
     max: DAY_MS,
     description:
-      'when an instance opens the websocket (at start, or taking it over from another), the posts of this long before that no instance took are taken (what was posted while nobody listened); `0`: none',
+      'when an instance opens the websocket and the store keeps no cursor yet (a first start), the posts of this long before are taken; later starts catch up from the stored cursor; `0`: none',
   },
 
   // Discord

@@ -132,7 +132,7 @@ async function assembleGateway(
   if (config.mattermost !== undefined) {
     // One websocket at a time: two would each take every post.
     const lease = backend === undefined ? {} : { lease: backend.leases };
-    platforms.push(new MattermostPlatform({ ...config.mattermost, logger, keepBaggage: config.inboundBaggage, ...lease }));
+    platforms.push(new MattermostPlatform({ ...config.mattermost, logger, keepBaggage: config.inboundBaggage, syncTokens: store.syncTokens, ...lease }));
   }
   if (config.matrix !== undefined) {
     // One /sync loop at a time: two would take each batch twice and move the token under each other.

@@ -31,6 +31,11 @@ export class HandQueue {
 
   constructor(private readonly options: HandQueueOptions) {}
 
+  /** Nothing waits and nothing is in hand: every post pushed so far was taken or refused. */
+  get idle(): boolean {
+    return this.waiting.length === 0 && this.draining === undefined;
+  }
+
   push(message: InboundMessage): void {
     const id = message.session.messageId!;
     if (this.recent.has(id)) return;

@@ -10,6 +10,8 @@ import type { Idempotency, InboundMessage, Intake, OutboundMessage, Platform, Pr
 import { MATTERMOST_ID, MattermostApiError, MattermostClient } from './mattermost-client.js';
 import { mattermostInbound, type MattermostChannelInfo } from './mattermost-inbound.js';
 import { MattermostListener } from './mattermost-listener.js';
+import type { MattermostCursor } from './mattermost-stream.js';
+import type { SyncTokens } from '../../store/store.js';
 import { MATTERMOST_WEBSOCKET_PATH } from './mattermost-socket.js';
 import { MATTERMOST_POST_MAX, splitPost } from './mattermost-text.js';
 
@@ -24,6 +26,8 @@ export interface MattermostOptions {
   readonly liveEditMs?: number | undefined;
   /** At start, posts this long before that no instance took are taken; 0: none. */
   readonly catchUpMs: number;
+  /** Where the stream keeps how far every post was taken, across restarts and instances. */
+  readonly syncTokens?: SyncTokens | undefined;
   readonly logger: Logger;
   /** THREADLINE_INBOUND_BAGGAGE: foreign inbound baggage to keep (default none). */
   readonly keepBaggage?: KeepBaggage;
@@ -77,6 +81,7 @@ export class MattermostPlatform implements Platform {
       client: this.client,
       logger: options.logger,
       catchUpMs: options.catchUpMs,
+      cursor: options.syncTokens === undefined ? undefined : storedCursor(options.syncTokens),
       lease: options.lease,
       ...(options.pingIntervalMs === undefined ? {} : { pingIntervalMs: options.pingIntervalMs }),
       inbound: (post, channel, senderName) => this.messageOf(post, channel, senderName),
@@ -276,4 +281,23 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 function deliveryError(error: unknown): DeliveryError {
   if (error instanceof DeliveryError) return error;
   return new DeliveryError(`Mattermost could not be reached: ${messageOf(error)}`, { retryable: true, cause: error });
+}
+
+/** The sync-token stream of the Mattermost cursor: one bot per deployment, as the websocket lease. */
+const CURSOR_STREAM = 'mattermost:posts-taken';
+
+/** The cursor kept as a sync token (server ms as text), moved forward only. */
+function storedCursor(tokens: SyncTokens): MattermostCursor {
+  const read = async () => {
+    const token = await tokens.get(CURSOR_STREAM);
+    const at = Number(token);
+    return { token, at: token !== undefined && Number.isSafeInteger(at) ? at : undefined };
+  };
+  return {
+    load: async () => (await read()).at,
+    save: async (at) => {
+      const { token, at: stored } = await read();
+      if (stored === undefined || at > stored) await tokens.advance(CURSOR_STREAM, token, String(Math.floor(at)));
+    },
+  };
 }

@@ -15,10 +15,26 @@ export interface MattermostStreamOptions {
   readonly logger: Logger;
   /** The message of a post, or undefined for posts that are none (the bot's own, system messages…). */
   readonly inbound: (post: unknown, channel: MattermostChannelInfo, senderName?: unknown) => InboundMessage | undefined;
-  /** At the first connection, posts this long before it are caught up on (0: none). */
+  /** At the first connection with no cursor stored, posts this long before it are caught up on (0: none). */
   readonly catchUpMs: number;
+  /**
+   * Where the time every post before was taken is kept (server ms), so a gateway started after
+   * any downtime, or another instance taking over, catches up from there. Unset: catchUpMs.
+   */
+  readonly cursor?: MattermostCursor | undefined;
   readonly pingIntervalMs?: number;
 }
+
+/** The durable "every post before this was taken" of a bot's stream. */
+export interface MattermostCursor {
+  load(): Promise<number | undefined>;
+  save(at: number): Promise<void>;
+}
+
+/** How often the cursor is saved while connected (and once more at stop). */
+const CURSOR_SAVE_MS = 5_000;
+/** A cursor older than this is not followed back: a day of posts at most, and the log says so. */
+const CURSOR_MOST_BACK_MS = 24 * 3_600_000;
 
 /** A catch-up after a cut reaches back this far before the last word heard: posts delivered late, and the two clocks' skew. */
 export const CATCH_UP_OVERLAP_MS = 60_000;
@@ -55,13 +71,35 @@ export class MattermostStream {
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake?.();
-    await this.socket?.close('stopped');
+    const socket = this.socket;
+    await socket?.close('stopped');
     await this.running;
+    if (socket !== undefined) await this.saveCursor(socket);
+  }
+
+  /** Saves how far every post was taken: only when none waits, as a post still waiting would be skipped after a crash. */
+  private async saveCursor(socket: MattermostSocket): Promise<void> {
+    if (this.options.cursor === undefined || this.held !== undefined || !this.options.queue.idle) return;
+    await this.options.cursor.save(socket.lastHeardAt - CATCH_UP_OVERLAP_MS).catch((error: unknown) => {
+      this.options.logger.debug({ err: error }, 'mattermost cursor not saved; the next save tries again');
+    });
+  }
+
+  /** Where the first connection catches up from: the stored cursor (at most a day back), else catchUpMs. */
+  private async firstSince(): Promise<number | undefined> {
+    const stored = await this.options.cursor?.load().catch((error: unknown) => {
+      this.options.logger.warn({ err: error }, 'mattermost cursor not read; catching up by THREADLINE_MATTERMOST_CATCH_UP_MS');
+      return undefined;
+    });
+    if (stored === undefined) return this.options.catchUpMs > 0 ? Date.now() - this.options.catchUpMs : undefined;
+    const oldest = Date.now() - CURSOR_MOST_BACK_MS;
+    if (stored < oldest) this.options.logger.warn({ since: new Date(stored).toISOString() }, 'mattermost: no gateway listened for over a day; posts older than a day are not caught up on');
+    return Math.max(stored, oldest);
   }
 
   private async run(): Promise<void> {
     const { logger } = this.options;
-    let since = this.options.catchUpMs > 0 ? Date.now() - this.options.catchUpMs : undefined;
+    let since = await this.firstSince();
     for (let failures = 0; !this.stopped; ) {
       let socket: MattermostSocket;
       // Held from the first frame on: a live post may come in the same read as the authentication's answer.
@@ -91,7 +129,9 @@ export class MattermostStream {
         continue;
       }
       failures = 0;
-      const reason = await socket.ended;
+      const saving = setInterval(() => void this.saveCursor(socket), CURSOR_SAVE_MS);
+      saving.unref();
+      const reason = await socket.ended.finally(() => clearInterval(saving));
       this.socket = undefined;
       since = socket.lastHeardAt - CATCH_UP_OVERLAP_MS;
       if (!this.stopped) logger.info({ reason }, 'mattermost websocket ended; reconnecting, then catching up on what was posted meanwhile');

@@ -107,6 +107,20 @@ describe('mattermost through its fake server', () => {
     expectEachAnsweredOnceInPlace(fake, [...before, ...whileDown]);
   });
 
+  it('catches up from the cursor it stored, however long it was down: no window of its own (CATCH_UP_MS=0)', async () => {
+    const g = await start({ mattermost: true, env: { THREADLINE_MATTERMOST_CATCH_UP_MS: '0' } });
+    const fake = g.mattermost!;
+    const places = placesIn(fake, 2, 1);
+    const before = writeMany(fake, places, 4);
+    await until(() => fake.sent.length === 4);
+    let whileDown: Written[] = [];
+    await g.restart(() => {
+      whileDown = writeMany(fake, places, 4, 4);
+    });
+    await until(() => fake.sent.length >= 8);
+    expectEachAnsweredOnceInPlace(fake, [...before, ...whileDown]);
+  });
+
   it('honours a 429 with the Retry-After of the rate limiter, then posts once', async () => {
     const g = await start({ mattermost: true });
     const fake = g.mattermost!;
