@@ -7,6 +7,7 @@ import type { SyncTokens } from '../../store/store.js';
 import { runDetached } from '../../session/index.js';
 import { isSnowflake } from './discord-inbound.js';
 import { DiscordSessionHandover } from './discord-session-handover.js';
+import { startUnderLease } from '../../lease/start-under-lease.js';
 
 /** The lease's name: one Gateway connection per bot token's deployment. */
 export const DISCORD_GATEWAY_LEASE = 'discord-gateway';
@@ -78,13 +79,7 @@ export class DiscordConnection {
   /** Connects (under the lease, when there is one), handing each message to `hand`. */
   start(hand: DiscordHand): void {
     if (this.closed) return;
-    const lease = this.options.lease?.(DISCORD_GATEWAY_LEASE);
-    if (lease === undefined) {
-      this.startRun(hand);
-      return;
-    }
-    this.lease = lease;
-    lease.start({ onAcquired: () => this.startRun(hand), onLost: () => this.stopRun() });
+    this.lease = startUnderLease(this.options.lease, DISCORD_GATEWAY_LEASE, { start: () => this.startRun(hand), stop: () => this.stopRun() });
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { Lease, LeaseFactory } from '../../lease/lease.js';
 import { MatrixSyncRun, type MatrixSyncRunOptions } from './matrix-sync-run.js';
+import { startUnderLease } from '../../lease/start-under-lease.js';
 
 /** The lease's name: one /sync loop per deployment. */
 export const MATRIX_SYNC_LEASE = 'matrix-sync';
@@ -21,13 +22,7 @@ export class MatrixSyncer {
 
   start(hand: MatrixSyncRunOptions['hand']): void {
     if (this.closed) return;
-    const lease = this.syncLease?.(MATRIX_SYNC_LEASE);
-    if (lease === undefined) {
-      this.startRun(hand);
-      return;
-    }
-    this.lease = lease;
-    lease.start({ onAcquired: () => this.startRun(hand), onLost: () => this.stopRun() });
+    this.lease = startUnderLease(this.syncLease, MATRIX_SYNC_LEASE, { start: () => this.startRun(hand), stop: () => this.stopRun() });
   }
 
   /** Stops the loop once the messages in hand are accepted, then releases the lease, so another instance syncs at once. */

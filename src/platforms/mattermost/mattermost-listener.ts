@@ -4,6 +4,7 @@ import type { InboundMessage } from '../platform.js';
 import { HandQueue } from './mattermost-hand-queue.js';
 import type { MattermostSocket } from './mattermost-socket.js';
 import { MattermostStream, type MattermostStreamOptions } from './mattermost-stream.js';
+import { startUnderLease } from '../../lease/start-under-lease.js';
 
 export interface MattermostListenerOptions extends Omit<MattermostStreamOptions, 'queue'> {
   /** Hands one message to intake, trying again until it is taken or refused for good. */
@@ -45,13 +46,7 @@ export class MattermostListener {
 
   start(): void {
     if (this.closed) return;
-    const lease = this.options.lease?.(MATTERMOST_WEBSOCKET_LEASE);
-    if (lease === undefined) {
-      this.startStream();
-      return;
-    }
-    this.lease = lease;
-    lease.start({ onAcquired: () => this.startStream(), onLost: () => this.stopStream() });
+    this.lease = startUnderLease(this.options.lease, MATTERMOST_WEBSOCKET_LEASE, { start: () => this.startStream(), stop: () => this.stopStream() });
   }
 
   /** Closes the websocket once the post in hand is taken (intake is still open then), then releases the lease. */
