@@ -15,6 +15,7 @@ import { editContent, fileContent, noticeContent, placementOf, type Placement } 
 import { matrixDeliveryError, statusOf } from './matrix-errors.js';
 import { isEventId, isRoomId } from './matrix-ids.js';
 import { MatrixSyncer } from './matrix-syncer.js';
+import { untilAborted } from '../until-aborted.js';
 
 export interface MatrixOptions {
   /** The client-server API root; tests point it at a local fake. */
@@ -237,12 +238,3 @@ function idempotencyOf(message: InboundMessage): Idempotency {
   return { key: `matrix:${encodeURIComponent(message.session.chatId)}:${encodeURIComponent(message.session.messageId ?? '')}`, ttlMs: MATRIX_IDEMPOTENCY_MS };
 }
 
-/** `work`, or a rejection with the signal's reason once it is aborted, whichever comes first. */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}

@@ -14,6 +14,7 @@ import type { MattermostCursor } from './mattermost-stream.js';
 import type { SyncTokens } from '../../store/store.js';
 import { MATTERMOST_WEBSOCKET_PATH } from './mattermost-socket.js';
 import { MATTERMOST_POST_MAX, splitPost } from './mattermost-text.js';
+import { untilAborted } from '../until-aborted.js';
 
 export interface MattermostOptions {
   /** The server's address, without a trailing slash. */
@@ -267,15 +268,6 @@ function pendingPostId(deliveryId: string, part: number): string {
   return `tl-${createHash('sha256').update(`${deliveryId}\n${part}`).digest('hex').slice(0, 32)}`;
 }
 
-/** `work`, or a rejection with the signal's reason once it is aborted, whichever comes first (the SDK's calls take no signal). */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
 
 /** A MattermostApiError is a DeliveryError already; anything else is the network's or the SDK's trouble, worth a retry. */
 function deliveryError(error: unknown): DeliveryError {

@@ -15,6 +15,7 @@ import { AcceptOnce } from '../accept-once.js';
 import { slackClientLogger } from './slack-logger.js';
 import { SLACK_COMMAND_ACTION, slackButtonPress, slackInbound } from './slack-inbound.js';
 import { slackSignatureValid } from './slack-signature.js';
+import { untilAborted } from '../until-aborted.js';
 
 export interface SlackOptions {
   readonly botToken: string;
@@ -226,15 +227,6 @@ export class SlackPlatform implements Platform {
   }
 }
 
-/** `work`, or a rejection with the signal's reason once it is aborted, whichever comes first. */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
 
 /** ok:false answers that are Slack's trouble, not the message's (the error lists of chat.postMessage and files.*). */
 const TRANSIENT_SLACK_ERRORS: ReadonlySet<string> = new Set(['internal_error', 'fatal_error', 'service_unavailable', 'request_timeout']);
