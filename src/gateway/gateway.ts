@@ -155,9 +155,11 @@ export class Gateway implements Intake {
         return { pending: pressure.open, fullChats: pressure.fullDestinations, oldestPendingSince: pressure.oldestOpenSince };
       },
     });
+    const since = Date.now();
     await this.outbox.start();
     await this.turns.start((job, signal) => this.runner.run(job, signal));
-    for (const stored of await this.store.messages.pending()) {
+    const pending = await this.store.messages.pending();
+    for (const stored of pending) {
       try {
         await this.intake.replay(stored);
       } catch (error) {
@@ -168,6 +170,7 @@ export class Gateway implements Intake {
       }
     }
     this.intake.open();
+    this.options.logger.info({ replayed: pending.length, ms: Date.now() - since }, 'ready: intake open');
   }
 
   /**
