@@ -188,6 +188,15 @@ export const SETTINGS = {
       'how long a turn or a delivery held by an instance that stopped answering (killed, cut off) waits before another instance takes it over; an instance renews its leases several times within it. Its heartbeat lasts as long: once it has lapsed, another instance tells the chats of its background commands they were lost with it, and takes over Telegram long polling. A cron or reminder run is held as long, and the instance holding the schedules lease matches the schedules queue to the stored jobs once every lease',
   },
 
+  THREADLINE_REDIS_FSYNC: {
+    kind: 'choice',
+    group: 'redis',
+    choices: ['server', 'always'],
+    default: 'server',
+    description:
+      "how durable an accepted message is (docs/distributed.md, Durability): `server`, as the server's persistence makes it (with AOF `everysec`, a Redis process crash loses nothing and a machine crash up to the last second); `always`, nothing acknowledged is lost even then: the gateway refuses to start unless Redis has `appendonly yes` and `appendfsync always`",
+  },
+
   THREADLINE_REDIS_CHECK_INTERVAL_MS: {
     kind: 'integer',
     group: 'redis',

@@ -224,6 +224,7 @@ describe('several instances on Redis', () => {
       instanceId: expect.stringMatching(/^[A-Za-z0-9._-]+-[0-9a-f]{8}$/),
       leaseMs: 30_000,
       checkEveryMs: 10_000,
+      fsync: 'server',
     });
     const tuned = {
       THREADLINE_REDIS_URL: ` ${url} `,
@@ -231,8 +232,9 @@ describe('several instances on Redis', () => {
       THREADLINE_PARTITIONS: '64',
       THREADLINE_INSTANCE_ID: 'gw-2',
       THREADLINE_INSTANCE_LEASE_MS: '5000',
+      THREADLINE_REDIS_FSYNC: 'always',
     };
-    expect(readGatewayConfig(tuned).redis).toMatchObject({ url, prefix: 'staging.bot-2', partitions: 64, instanceId: 'gw-2', leaseMs: 5_000 });
+    expect(readGatewayConfig(tuned).redis).toMatchObject({ url, prefix: 'staging.bot-2', partitions: 64, instanceId: 'gw-2', leaseMs: 5_000, fsync: 'always' });
   });
 
   it('names an instance by default after its host and data dir: the same across restarts, another for another data dir', () => {
