@@ -58,6 +58,7 @@ export class Gateway implements Intake {
     const platforms = new Map(options.platforms.map((platform) => [platform.name, platform]));
     // Built here, not at module load: only then is the meter provider startMetrics registered in place.
     this.metrics = options.metrics ?? new GatewayMetrics();
+    this.metrics.startAtZero(platforms.keys());
     const queues = options.queues;
     this.outbox =
       queues === undefined
