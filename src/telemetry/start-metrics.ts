@@ -60,11 +60,12 @@ export function startMetrics(config: MetricsConfig, resource: { serviceName: str
     ready,
     shutdown: async () => {
       try {
-        stopRuntime();
+        // The last export still reads the runtime; its monitors stop after it.
         await provider.shutdown();
       } finally {
         // Even when the last export failed: the scrape port is freed, and the global too, so
         // a later startMetrics (a restart in tests) can register.
+        stopRuntime();
         metrics.disable();
         await prometheus?.close();
       }
