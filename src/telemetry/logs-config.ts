@@ -1,4 +1,4 @@
-import { readChoice, readInteger, readText } from '../config/read-setting.js';
+import { readChoice, readFlag, readInteger, readText } from '../config/read-setting.js';
 import type { OtlpProtocol } from './telemetry-config.js';
 
 /** Where log records go besides stdout, read once at start-up (OTEL_LOGS_EXPORTER and friends). */
@@ -24,7 +24,8 @@ export interface LogsConfig {
 export function readLogsConfig(env: NodeJS.ProcessEnv): LogsConfig {
   const valueLength = wholeNumber(readText(env, 'OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT'));
   return {
-    exporter: readChoice(env, 'OTEL_LOGS_EXPORTER'),
+    // As traces and metrics: OTEL_SDK_DISABLED turns export off, stdout stays.
+    exporter: readFlag(env, 'OTEL_SDK_DISABLED') ? 'none' : readChoice(env, 'OTEL_LOGS_EXPORTER'),
     otlpProtocol: readChoice(env, 'OTEL_EXPORTER_OTLP_LOGS_PROTOCOL'),
     batch: {
       scheduledDelayMillis: readInteger(env, 'OTEL_BLRP_SCHEDULE_DELAY'),
