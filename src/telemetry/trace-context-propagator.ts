@@ -1,6 +1,6 @@
 import type { Context, TextMapGetter, TextMapPropagator, TextMapSetter } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { trimTracestate } from './trim-tracestate.js';
+import { readTracestate } from './read-tracestate.js';
 
 const TRACEPARENT = 'traceparent';
 const TRACESTATE = 'tracestate';
@@ -11,8 +11,9 @@ const VERSION_00_LENGTH = 55;
  * OpenTelemetry's W3C trace-context propagator, fed what the W3C Trace Context spec says a
  * receiver reads: a traceparent of a future version (not 00, not ff) is parsed from its
  * first 55 characters when more fields follow after a '-', whatever its length; surrounding
- * optional whitespace is ignored; a tracestate over 32 members or 512 characters is cut
- * member by member (trimTracestate) rather than dropped whole. Injection is unchanged.
+ * optional whitespace is ignored; a tracestate that is not a valid list is dropped, and one
+ * over 512 characters is cut member by member rather than dropped whole (readTracestate).
+ * Injection is unchanged.
  */
 export class TraceContextPropagator implements TextMapPropagator {
   private readonly w3c = new W3CTraceContextPropagator();
@@ -27,7 +28,7 @@ export class TraceContextPropagator implements TextMapPropagator {
       get: (from, key) => {
         const value = getter.get(from, key);
         if (key === TRACEPARENT) return readableTraceparent(value);
-        if (key === TRACESTATE) return trimmedTracestate(value);
+        if (key === TRACESTATE) return validTracestate(value);
         return value;
       },
     });
@@ -54,9 +55,8 @@ export function readableTraceparent(value: string | string[] | undefined): strin
   return version === '00' || version === 'ff' ? header : header.slice(0, VERSION_00_LENGTH);
 }
 
-/** One tracestate value from one or several headers (RFC 9110 list), within the W3C limits. */
-function trimmedTracestate(value: string | string[] | undefined): string | undefined {
+/** One tracestate value from one or several headers (RFC 9110 list), valid and within the W3C limits. */
+function validTracestate(value: string | string[] | undefined): string | undefined {
   if (value === undefined) return undefined;
-  const trimmed = trimTracestate(Array.isArray(value) ? value.join(',') : value);
-  return trimmed === '' ? undefined : trimmed;
+  return readTracestate(Array.isArray(value) ? value.join(',') : value);
 }

@@ -90,10 +90,44 @@ describe('tracestate: the W3C Trace Context test suite and its limits', () => {
 
   const member = (i: number, length = 10): string => `k${String(i).padStart(2, '0')}=${'v'.repeat(length - 4)}`;
 
-  it('test_tracestate_member_count_limit: 32 members kept, a 33rd cut from the end', () => {
-    const members = Array.from({ length: 33 }, (_, i) => member(i));
-    expect(tracestateOf({ traceparent, tracestate: members.slice(0, 32).join(',') })).toBe(members.slice(0, 32).join(','));
-    expect(tracestateOf({ traceparent, tracestate: members.join(',') })).toBe(members.slice(0, 32).join(','));
+  it('test_tracestate_member_count_limit: 32 members kept, 33 discarded', () => {
+    const members = Array.from({ length: 33 }, (_, i) => `bar${String(i + 1).padStart(2, '0')}=${String(i + 1).padStart(2, '0')}`);
+    const headers = (count: number) => [members.slice(0, 10), members.slice(10, 20), members.slice(20, 30), members.slice(30, count)].map((part) => part.join(','));
+    expect(tracestateOf({ traceparent, tracestate: headers(32) })).toBe(members.slice(0, 32).join(','));
+    expect(tracestateOf({ traceparent, tracestate: headers(33) })).toBeUndefined();
+  });
+
+  it.each([
+    ['test_tracestate_duplicated_keys', ['foo=1,foo=1']],
+    ['test_tracestate_duplicated_keys (different values)', ['foo=1,foo=2']],
+    ['test_tracestate_duplicated_keys (two headers)', ['foo=1', 'foo=2']],
+    ['test_tracestate_key_illegal_characters (space)', ['foo =1']],
+    ['test_tracestate_key_illegal_characters (upper case)', ['FOO=1']],
+    ['test_tracestate_key_illegal_characters (dot)', ['foo.bar=1']],
+    ['test_tracestate_key_illegal_vendor_format (foo@)', ['foo@=1,bar=2']],
+    ['test_tracestate_key_illegal_vendor_format (@foo)', ['@foo=1,bar=2']],
+    ['test_tracestate_key_illegal_vendor_format (@@)', ['foo@@bar=1,bar=2']],
+    ['test_tracestate_key_illegal_vendor_format (two @)', ['foo@bar@baz=1,bar=2']],
+    ['test_tracestate_key_length_limit (257)', ['foo=1', `${'z'.repeat(257)}=1`]],
+    ['test_tracestate_key_length_limit (tenant of 242)', ['foo=1', `${'t'.repeat(242)}@v=1`]],
+    ['test_tracestate_key_length_limit (system of 15)', ['foo=1', `t@${'v'.repeat(15)}=1`]],
+    ['test_tracestate_value_illegal_characters (=)', ['foo=bar=baz']],
+    ['test_tracestate_value_illegal_characters (empty)', ['foo=,bar=3']],
+  ])('%s: discarded whole', (_name, tracestate) => {
+    expect(tracestateOf({ traceparent, tracestate })).toBeUndefined();
+  });
+
+  it.each([
+    ['test_tracestate_key_length_limit (256)', ['foo=1', `${'z'.repeat(256)}=1`]],
+    ['test_tracestate_key_length_limit (tenant of 241, system of 14)', ['foo=1', `${'t'.repeat(241)}@${'v'.repeat(14)}=1`]],
+  ])('%s: kept', (_name, tracestate) => {
+    expect(tracestateOf({ traceparent, tracestate })).toBe(tracestate.join(','));
+  });
+
+  it('test_tracestate_all_allowed_characters: kept as sent', () => {
+    const key = 'abcdefghijklmnopqrstuvwxyz0123456789_-*/';
+    const value = [[0x20, 0x2b], [0x2d, 0x3c], [0x3e, 0x7e]].flatMap(([from, to]) => Array.from({ length: to! - from! + 1 }, (_, i) => String.fromCharCode(from! + i))).join('');
+    for (const member of [`${key}=${value}`, `${key}@a-z0-9_-*/=${value}`]) expect(tracestateOf({ traceparent, tracestate: member })).toBe(member);
   });
 
   it('over 512 characters: members over 128 characters go first, then members from the end', () => {
@@ -108,8 +142,10 @@ describe('tracestate: the W3C Trace Context test suite and its limits', () => {
   });
 
   it('inboundContext keeps what fits of a tracestate over 512 characters', () => {
-    const header = `vendor=abc,big=${'x'.repeat(600)},other=def`;
+    const big = Array.from({ length: 5 }, (_, i) => `big${i}=${'x'.repeat(200)}`);
+    const header = ['vendor=abc', ...big, 'other=def'].join(',');
     const inbound = inboundContext({ traceparent, tracestate: header }, { traceparent: 'trust' });
-    expect(trace.getSpanContext(inbound.context)?.traceState?.serialize()).toBe('vendor=abc,other=def');
+    // Over 128 characters each, the big members go first, from the end, until it fits.
+    expect(trace.getSpanContext(inbound.context)?.traceState?.serialize()).toBe(['vendor=abc', big[0], big[1], 'other=def'].join(','));
   });
 });
