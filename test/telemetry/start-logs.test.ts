@@ -43,12 +43,15 @@ function attributesOf(attributes: readonly JsonAttribute[] = []): Record<string,
 let collector: LocalServer;
 const received: ReceivedLog[] = [];
 const rawBodies: string[] = [];
+const rawBytes: Buffer[] = [];
 const tracing = createTestTracing();
 
 beforeAll(async () => {
   collector = await startLocalServer((request) => {
     if (request.path !== '/v1/logs') return { status: 404 };
     rawBodies.push(request.body);
+    rawBytes.push(request.raw);
+    if (!(request.headers['content-type'] ?? '').includes('json')) return { status: 200, headers: { 'content-type': 'application/x-protobuf' }, body: '' };
     const exported = JSON.parse(request.body) as {
       resourceLogs: { resource: { attributes: JsonAttribute[] }; scopeLogs: { logRecords: Record<string, unknown>[] }[] }[];
     };
@@ -76,6 +79,7 @@ afterEach(() => {
   vi.unstubAllEnvs();
   received.length = 0;
   rawBodies.length = 0;
+  rawBytes.length = 0;
 });
 
 /** The environment of a gateway exporting its logs, as JSON, to the loopback collector. */
@@ -123,6 +127,22 @@ describe('logs over OTLP (OTEL_LOGS_EXPORTER=otlp)', () => {
     expect(outside).toMatchObject({ severityNumber: 5, severityText: 'DEBUG' });
     expect(outside!.traceId ?? '').toBe('');
     for (const secret of ['hunter2-password', 'url-secret', 'query-secret']) expect(rawBodies.join('\n')).not.toContain(secret);
+  });
+
+  it('speaks the default protocol, http/protobuf, too', async () => {
+    const { OTEL_EXPORTER_OTLP_LOGS_PROTOCOL: _json, ...env } = logsEnv();
+    for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
+    const config = readLogsConfig(process.env);
+    expect(config.otlpProtocol).toBe('http/protobuf');
+    const logs = startLogs(config, { serviceName: 'gw-logs', serviceVersion: '9.9.9' });
+    const logger = createLogger({ destination: logs.destination! });
+    const ids = inSpan(() => logger.error({ secret: 'protobuf-secret' }, 'in protobuf'));
+    await logs.shutdown();
+    const body = Buffer.concat(rawBytes);
+    expect(body.includes(Buffer.from(ids.traceId, 'hex'))).toBe(true);
+    expect(body.includes(Buffer.from(ids.spanId, 'hex'))).toBe(true);
+    expect(body.toString('latin1')).toContain('in protobuf');
+    expect(body.toString('latin1')).not.toContain('protobuf-secret');
   });
 
   it('startTelemetry wires it: the process logger exports, and shutdown flushes what is queued', async () => {
