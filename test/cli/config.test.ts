@@ -99,6 +99,10 @@ describe('threadline config', () => {
     expect(code).toBe(1);
     expect(err).toContain('OTEL_TRACES_SAMPLER');
     expect(err).toContain('OTEL_EXPORTER_OTLP_COMPRESSION');
+    // The SDK compares the sampler as written: ALWAYS_OFF would quietly sample everything.
+    const upper = await run(['config'], { OTEL_TRACES_SAMPLER: 'ALWAYS_OFF' });
+    expect(upper.code).toBe(1);
+    expect(upper.err).toContain('lower case');
   });
 
   it('shows the admins list as how many entries, never the user ids, valid or refused', async () => {
