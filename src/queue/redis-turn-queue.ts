@@ -48,6 +48,12 @@ const TURNS_PER_DRAIN = 16;
 /** Drain jobs failed (a Redis error mid-drain; the sweeper gives their conversation a new one): kept a week, bounded. */
 const REMOVE_ON_FAIL = keptAWeek(1_000);
 
+/** A waiting message read back and checked: its data and the context its turn starts in. */
+interface UsableMessage {
+  readonly data: InboundJobData;
+  readonly consumer: ReturnType<typeof consumerContext>;
+}
+
 /** The drain job of a conversation: only its session key; the messages wait in its mailbox. */
 interface DrainJobData {
   readonly key: string;
@@ -233,21 +239,22 @@ export class RedisTurnQueue implements TurnQueue {
       // Empty: the job completes; a message pushed from now on finds it active or gone, and gets a successor either way.
       if (head.message === undefined) return;
       if (turns === TURNS_PER_DRAIN) return this.wake(key);
-      const data = this.usable(head.message, job);
-      if (data !== undefined) {
-        const aborted = await this.runTurn(job.id, data, run);
+      const message = this.usable(head.message, job);
+      if (message !== undefined) {
+        const aborted = await this.runTurn(job.id, message, run);
         // As the gateway leaves such a message pending in the store, its mailbox keeps it at the head.
         if (this.closing && aborted) return this.handBack(job, token);
       }
-      const left = await mailboxes.pop(key, lockKey, token, head.message.id, data === undefined);
+      const left = await mailboxes.pop(key, lockKey, token, head.message.id, message === undefined);
       if (left === 'fenced') return this.fenced(job);
     }
   }
 
-  /** The message's job data, or undefined (logged without its text) when it is damaged: it is then kept aside. */
-  private usable(message: { readonly id: string; readonly data: string }, job: Job): InboundJobData | undefined {
+  /** The message and the context its turn starts in, or undefined (logged without its text) when either is damaged: it is then kept aside. */
+  private usable(message: { readonly id: string; readonly data: string }, job: Job): UsableMessage | undefined {
     try {
-      return parseInboundJobData(JSON.parse(message.data));
+      const data = parseInboundJobData(JSON.parse(message.data));
+      return { data, consumer: consumerContext(data.context) };
     } catch (error) {
       this.options.logger.error(
         { err: error instanceof SyntaxError ? new Error('the message data is not JSON') : error, job: job.id, message: message.id, keptIn: this.mailboxes().unusable },
@@ -258,8 +265,7 @@ export class RedisTurnQueue implements TurnQueue {
   }
 
   /** Runs one turn in its consumer span; true when it was aborted. */
-  private async runTurn(jobId: string, data: InboundJobData, run: RunTurn): Promise<boolean> {
-    const consumer = consumerContext(data.context);
+  private async runTurn(jobId: string, { data, consumer }: UsableMessage, run: RunTurn): Promise<boolean> {
     const span = tracer.startSpan(
       'gateway.turn',
       {
