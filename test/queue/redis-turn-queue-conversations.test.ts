@@ -1,4 +1,6 @@
+import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
+import { RedisKeys } from '../../src/store/redis/redis-keys.js';
 import { partitionOf } from '../../src/queue/partition.js';
 import type { TurnJob } from '../../src/gateway/turn-queue.js';
 import { useRedis } from '../helpers/redis.js';
@@ -23,8 +25,13 @@ async function within(ms: number, what: string, condition: () => boolean): Promi
   }
 }
 
-function instance(prefix: string, concurrency: number) {
-  return turnQueueInstance(redis.url, prefix, cleanups, { concurrency });
+function instance(prefix: string, concurrency: number, options: Parameters<typeof turnQueueInstance>[3] = {}, log?: string[]) {
+  return turnQueueInstance(redis.url, prefix, cleanups, { concurrency, ...options }, log);
+}
+
+/** Resolves when `signal` aborts. */
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
 
 describe('RedisTurnQueue: the conversation is the unit of order', () => {
@@ -117,5 +124,59 @@ describe('RedisTurnQueue: the conversation is the unit of order', () => {
     expect(orderBySession(seen)).toEqual(offered);
     expect(running.overlaps).toEqual([]);
     expect(new Set(seen.map((turn) => turn.instance)).size).toBeGreaterThan(1);
+  });
+
+  it("an instance killed mid-turn: each of its conversations' turns runs again elsewhere, before their later messages", async () => {
+    const prefix = redis.prefix();
+    const seen: Seen[] = [];
+    const running = new RunningTurns();
+    // Short locks, checked often by both: BullMQ throttles the stalled check by the last checker's interval.
+    const quickStalls = { lockDurationMs: 1_000, stalledIntervalMs: 200, retryDelayMs: 100 };
+    const a = instance(prefix, 4, quickStalls);
+    const b = instance(prefix, 4, quickStalls);
+    const never = gate();
+    cleanups.push(async () => never.open());
+    // A's turns never end (its process is about to die); B's end at once.
+    await a.queue.start(recorder(seen, 'a', (job) => {
+      running.enter(job);
+      return never.promise;
+    }));
+    const chats = ['chat-1', 'chat-2', 'chat-3'];
+    for (const chat of chats) await a.queue.offer(turnJob(chat, `${chat}:m0`));
+    await within(5_000, "A runs each conversation's first turn", () => seen.length === 3);
+    for (const chat of chats) await b.queue.offer(turnJob(chat, `${chat}:m1`));
+    await b.queue.start(recorder(seen, 'b'));
+
+    a.kill();
+    await within(10_000, 'B ran every turn again and the later ones', () => seen.length === 9);
+
+    for (const chat of chats) {
+      expect(seen.filter((turn) => turn.job.session.chatId === chat).map(({ instance, job }) => `${instance}:${job.id}`)).toEqual([
+        `a:${chat}:m0`,
+        `b:${chat}:m0`,
+        `b:${chat}:m1`,
+      ]);
+    }
+  });
+
+  it("the fence: a drain job whose lock another instance holds now runs no further turn of its conversation", async () => {
+    const prefix = redis.prefix();
+    const seen: Seen[] = [];
+    const log: string[] = [];
+    const a = instance(prefix, 2, { lockDurationMs: 400 }, log);
+    await a.queue.start(recorder(seen, 'a', (_job, signal) => aborted(signal)));
+    await a.queue.offer(turnJob('chat-1', 'm-1'));
+    await a.queue.offer(turnJob('chat-1', 'm-2'));
+    await within(5_000, 'the first turn started', () => seen.length === 1);
+    // What a takeover looks like from here: the job's lock holds another instance's token.
+    const raw = new Redis(redis.url);
+    cleanups.push(async () => raw.disconnect());
+    const [lock] = await raw.keys(`${new RedisKeys(prefix).queuePrefix}:turns:*:lock`);
+    await raw.set(lock!, 'another-instance', 'PX', 60_000);
+
+    // The renewal finds the lock taken and aborts the turn; the drain then stops at its fence.
+    await within(10_000, 'the drain stopped at its fence, or went past it', () => seen.length > 1 || log.some((line) => line.includes('a drain job lost its lock')));
+    expect(seen.map(({ job }) => job.id)).toEqual(['m-1']);
+    expect(seen[0]!.signal.aborted).toBe(true);
   });
 });

@@ -73,7 +73,12 @@ export function turnQueueInstance(
     opened.push(client);
     return client;
   };
-  const logger = pino({ level: log === undefined ? 'silent' : 'warn' }, { write: (line: string) => void log?.push(line) });
+  const logger = pino({ level: log === undefined ? 'silent' : 'warn' }, {
+    write: (line: string) => {
+      log?.push(line);
+      notify();
+    },
+  });
   const queue = new RedisTurnQueue({ connection, keys: new RedisKeys(prefix), concurrency: 8, work: true, logger, ...options });
   cleanups.push(async () => {
     await queue.close('the test is over');
