@@ -348,6 +348,11 @@ export class RedisTurnQueue implements TurnQueue {
       const old = new Queue(name, { connection: this.commands(), prefix: keys.queuePrefix });
       try {
         await old.obliterate({ force: true });
+      } catch (error) {
+        // Another instance starting now obliterates it at the same time: only one that is still there is a problem.
+        if ((await this.commands().exists(`${keys.queuePrefix}:${name}:meta`)) > 0) {
+          this.options.logger.warn({ err: redisFailure(error), queue: name }, 'could not remove an emptied inbound partition of an earlier version; the next start tries again');
+        }
       } finally {
         await old.close();
       }

@@ -1,4 +1,5 @@
 import { SpanKind, SpanStatusCode, propagation, trace } from '@opentelemetry/api';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ThreadlineError } from '../../src/errors.js';
@@ -320,5 +321,47 @@ describe('RedisTurnQueue', () => {
     const span = tracing.spans().find((ended) => ended.spanContext().spanId === job.span.spanContext().spanId);
     expect(span?.status.code).toBe(SpanStatusCode.ERROR);
     await server.restart();
+  });
+
+  it("moves what an earlier version left in its inbound partitions into mailboxes, once, in each conversation's order", async () => {
+    const prefix = redis.prefix();
+    const keys = new RedisKeys(prefix);
+    const connection = raw();
+    const seen: Seen[] = [];
+    // The partitioned layout: chat-1's job taken by an instance that died (active), two more waiting; chat-2 and a damaged job in another partition.
+    const partition = (index: number): Queue => {
+      const queue = new Queue(keys.legacyInboundQueue(index), { connection, prefix: keys.queuePrefix });
+      cleanups.push(async () => queue.close());
+      return queue;
+    };
+    const dataOf = (chat: string, id: string) => {
+      const job = turnJob(chat, id);
+      job.span.end();
+      return { id, key: job.key, text: `text of ${id}`, context: jobContextOf(job.context, job.routing) };
+    };
+    const [zero, one] = [partition(0), partition(1)];
+    await zero.add('turn', dataOf('chat-1', 'm-1'), { jobId: 'm-m-1' });
+    await connection.lmove(`${keys.queuePrefix}:inbound-0:wait`, `${keys.queuePrefix}:inbound-0:active`, 'RIGHT', 'LEFT');
+    await zero.add('turn', dataOf('chat-1', 'm-2'), { jobId: 'm-m-2' });
+    await zero.add('turn', dataOf('chat-1', 'm-3'), { jobId: 'm-m-3' });
+    await one.add('turn', dataOf('chat-2', 'm-4'), { jobId: 'm-m-4' });
+    await one.add('turn', { id: 'm-bad' }, { jobId: 'm-m-bad' });
+
+    // Two instances start at once: each message moves once.
+    const a = instance(prefix, { legacyPartitions: 4 });
+    const b = instance(prefix, { legacyPartitions: 4 });
+    await Promise.all([a.queue.start(recorder(seen, 'a')), b.queue.start(recorder(seen, 'b'))]);
+    await until(() => seen.length === 4);
+
+    expect(orderBySession(seen)).toEqual(new Map([['chat-1', ['m-1', 'm-2', 'm-3']], ['chat-2', ['m-4']]]));
+    expect(await connection.exists(`${keys.queuePrefix}:inbound-0:meta`, `${keys.queuePrefix}:inbound-1:meta`, `${keys.queuePrefix}:inbound-0:wait`)).toBe(0);
+    expect(await connection.hkeys(keys.key('turns', 'unusable'))).toEqual(['m-m-bad']);
+    // A later start finds nothing left to move.
+    const c = instance(prefix, { legacyPartitions: 4 });
+    await c.queue.start(recorder(seen, 'c'));
+    await a.queue.idle();
+    await b.queue.idle();
+    await c.queue.idle();
+    expect(seen.length).toBe(4);
   });
 });
