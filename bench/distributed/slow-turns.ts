@@ -77,13 +77,14 @@ async function run(name: SlowTurnsResult['name'], gateways: readonly RunningServ
     });
   await post(0, 'slow', 'slow s0');
   await Promise.all(Array.from({ length: options.conversations }, (_, i) => post(i + 1, `q${i}`, `q${i} m0`)));
+  const postedMs = (Number(process.hrtime.bigint() / 1000n) - startedUs) / 1000;
   await sink.awaitDeliveries(options.conversations + 1, options.slowMs + 120_000);
   const arrivals = await sink.arrivals();
   const quick = Array.from({ length: options.conversations }, (_, i) => (arrivals.get(`you said: q${i} m0`) ?? Infinity) - startedUs);
   const slots = options.concurrency * gateways.length;
   if (process.env['BENCH_SLOW_DEBUG'] === '1') {
     const sorted = [...quick].sort((a, b) => a - b).map((us) => Math.round(us / 1000));
-    console.error(name, 'quick replies at (ms):', [0, 0.1, 0.25, 0.5, 0.75, 0.9, 1].map((q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]).join(' '));
+    console.error(name, `all posted at ${postedMs.toFixed(0)} ms; quick replies at (ms):`, [0, 0.1, 0.25, 0.5, 0.75, 0.9, 1].map((q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]).join(' '));
   }
   return {
     name,
