@@ -41,9 +41,10 @@ describe('RedisTurnQueue: the conversation is the unit of order', () => {
     const running = new RunningTurns();
     const release = gate();
     cleanups.push(async () => release.open());
-    const hold = (job: TurnJob) => {
+    // Held until released, or aborted by close() when the test fails first.
+    const hold = (job: TurnJob, signal: AbortSignal) => {
       const leave = running.enter(job);
-      return release.promise.then(leave);
+      return Promise.race([release.promise, aborted(signal)]).then(leave);
     };
     const a = instance(prefix, 8);
     const b = instance(prefix, 8);
@@ -65,9 +66,9 @@ describe('RedisTurnQueue: the conversation is the unit of order', () => {
     const running = new RunningTurns();
     const slow = gate();
     cleanups.push(async () => slow.open());
-    const hold = (job: TurnJob) => {
+    const hold = (job: TurnJob, signal: AbortSignal) => {
       const leave = running.enter(job);
-      return (job.id === 'slow:m0' ? slow.promise : Promise.resolve()).then(leave);
+      return (job.id === 'slow:m0' ? Promise.race([slow.promise, aborted(signal)]) : Promise.resolve()).then(leave);
     };
     // Quick conversations that shared the slow one's partition among the old default 16.
     const slowKey = sessionOf('slow').key;
