@@ -68,16 +68,20 @@ function arrivalOrder(receiver: DeliveryReceiver): Map<string, string[]> {
 }
 
 describe('gateway processes on one Redis: the conversation is the unit of order', () => {
-  it("three instances × 4 run 12 conversations' slow turns at once, then each conversation's next turns in order, never two at once", async () => {
+  it("three instances × 4 run 12 conversations' slow turns at once, each in order, never two at once, one of them killed mid-turn", async () => {
     const load = new ModelLoad();
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
+    let releaseThird!: () => void;
+    const thirdReleased = new Promise<void>((resolve) => (releaseThird = resolve));
     const model = await FakeOpenAI.start(async (request) => {
       const text = FakeOpenAI.lastUserText(request) ?? '';
       const leave = load.enter(text.split(' ')[0]!, text);
       try {
         // Every conversation's first turn waits on the model until all twelve are in flight.
         if (text.endsWith(' m0')) await released;
+        // The fourth turns are held too, while one instance is killed in the middle of its share.
+        if (text.endsWith(' m3')) await thirdReleased;
         return FakeOpenAI.text(`re: ${text}`);
       } finally {
         leave();
@@ -90,6 +94,8 @@ describe('gateway processes on one Redis: the conversation is the unit of order'
       THREADLINE_LLM_API_KEY: 'sk-test-0123456789',
       THREADLINE_CONCURRENCY: '4',
       THREADLINE_PARTITIONS: '4',
+      // A killed instance's turns run elsewhere within this.
+      THREADLINE_INSTANCE_LEASE_MS: '1500',
     });
     const instances = await Promise.all(['a', 'b', 'c'].map((name) => startInstanceProcess(name, shared, cleanups)));
     const chats = Array.from({ length: 12 }, (_, n) => `c${n}`);
@@ -104,5 +110,18 @@ describe('gateway processes on one Redis: the conversation is the unit of order'
     expect(load.maxTotal).toBe(12);
     expect(load.overlaps).toEqual([]);
     expect(arrivalOrder(receiver)).toEqual(new Map(chats.map((chat) => [chat, [0, 1, 2].map((m) => `re: ${chat} m${m}`)])));
+
+    // kill -9 of an instance with four turns in flight: they run again on the others, before their conversations' next messages.
+    await Promise.all(chats.map((chat, n) => post(instances[n % 3]!.url, chat, `${chat} m3`)));
+    await load.until(20_000, 'the fourth turns in flight', () => load.total === 12);
+    instances[0]!.child.kill('SIGKILL');
+    await instances[0]!.exited;
+    // Its requests to the model end now, long before its lease lets another instance take their turns over.
+    releaseThird();
+    await Promise.all(chats.map((chat, n) => post(instances[1 + (n % 2)]!.url, chat, `${chat} m4`)));
+    await receiver.waitFor(60, 30_000);
+
+    expect(load.overlaps).toEqual([]);
+    expect(arrivalOrder(receiver)).toEqual(new Map(chats.map((chat) => [chat, [0, 1, 2, 3, 4].map((m) => `re: ${chat} m${m}`)])));
   });
 });
