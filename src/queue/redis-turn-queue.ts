@@ -124,8 +124,8 @@ export class RedisTurnQueue implements TurnQueue {
     try {
       const data: InboundJobData = { id: job.id, key: job.key, text: job.text, context: jobContextOf(job.context, job.routing) };
       const offered = await this.withinTimeout(this.mailboxes().offer(job.key, job.id, JSON.stringify(data)), 'queue the message');
-      // Waiting already (a replay): its drain job is added again all the same, in case its first producer died before it did.
-      if (offered !== 'done') await this.withinTimeout(this.wake(job.key), 'queue the message');
+      // Waiting already (a replay at start): one round trip, no more; had its first producer died before adding its drain job, the sweep adds it.
+      if (offered === 'added') await this.withinTimeout(this.wake(job.key), 'queue the message');
       job.span.setAttribute('messaging.destination.name', this.options.keys.turnsQueue);
     } catch (error) {
       const failure = redisFailure(error);
