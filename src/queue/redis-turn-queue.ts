@@ -232,12 +232,12 @@ export class RedisTurnQueue implements TurnQueue {
     if (token === undefined || job.id === undefined) throw new Error('a drain job came without its lock token');
     const lockKey = `${this.options.keys.queuePrefix}:${this.options.keys.turnsQueue}:${job.id}:lock`;
     const mailboxes = this.mailboxes();
+    let head = await mailboxes.peek(key, lockKey, token);
     for (let turns = 0; ; turns++) {
-      if (this.draining) return this.handBack(job, token);
-      const head = await mailboxes.peek(key, lockKey, token);
       if (head.fenced) return this.fenced(job);
       // Empty: the job completes; a message pushed from now on finds it active or gone, and gets a successor either way.
       if (head.message === undefined) return;
+      if (this.draining) return this.handBack(job, token);
       if (turns === TURNS_PER_DRAIN) return this.wake(key);
       const message = this.usable(head.message, job);
       if (message !== undefined) {
@@ -245,8 +245,7 @@ export class RedisTurnQueue implements TurnQueue {
         // As the gateway leaves such a message pending in the store, its mailbox keeps it at the head.
         if (this.closing && aborted) return this.handBack(job, token);
       }
-      const left = await mailboxes.pop(key, lockKey, token, head.message.id, message === undefined);
-      if (left === 'fenced') return this.fenced(job);
+      head = await mailboxes.pop(key, lockKey, token, head.message.id, message === undefined);
     }
   }
 
