@@ -18,6 +18,7 @@ import { median } from './harness.js';
 import { startConfigurations, stopConfigurations, type Configuration, type ConfigurationName } from './distributed/configurations.js';
 import { cpuOf, measureRound, type Load, type Round } from './distributed/measure-round.js';
 import { startReplySink } from './distributed/reply-sink-process.js';
+import { measureSlowTurns, type SlowTurnsResult } from './distributed/slow-turns.js';
 
 const QUICK = process.env['BENCH_QUICK'] === '1';
 const env = (name: string, full: number, quick: number) => Number(process.env[name] ?? (QUICK ? quick : full));
@@ -26,12 +27,26 @@ const LOAD: Load = { rate: env('BENCH_RATE', 200, 100), warmupSeconds: env('BENC
 const TELEMETRY = process.env['BENCH_TELEMETRY'] !== 'off';
 const REDIS_AOF = process.env['BENCH_REDIS_AOF'] !== '0';
 const DIST = process.env['BENCH_THREADLINE_DIST'] ?? 'dist';
-const TARGETS = { cpu_redis_vs_embedded: 1.5, cpu_2_instances_vs_1: 1.15 } as const;
+const TARGETS = { cpu_redis_vs_embedded: 1.5, cpu_2_instances_vs_1: 1.15, slow_turns_2_instances_vs_embedded: 0.6 } as const;
+/** `echo`: the CPU rounds only; `slow-turns`: the slow-turn scenario only; both by default. */
+const SCENARIO = process.env['BENCH_SCENARIO'] ?? 'all';
+const SLOW = {
+  conversations: env('BENCH_SLOW_CONVERSATIONS', 256, 32),
+  turnMs: env('BENCH_SLOW_TURN_MS', 1_000, 200),
+  slowMs: env('BENCH_SLOW_SLOW_MS', 15_000, 3_000),
+  concurrency: env('BENCH_SLOW_CONCURRENCY', 64, 8),
+};
 
 const rotate = <T>(items: readonly T[], by: number): T[] => items.map((_, i) => items[(i + by) % items.length]!);
 const fixed = (value: number, digits: number) => value.toFixed(digits);
 
 const sink = await startReplySink();
+const slowTurnsOptions = { deliveryUrl: `${sink.url}/deliveries`, dist: DIST, telemetry: TELEMETRY, redisAppendonly: REDIS_AOF, ...SLOW };
+if (SCENARIO === 'slow-turns') {
+  reportSlowTurns(await measureSlowTurns(sink, slowTurnsOptions));
+  sink.stop();
+  process.exit(0);
+}
 const configurations = await startConfigurations({
   deliveryUrl: `${sink.url}/deliveries`,
   dist: DIST,
@@ -72,6 +87,7 @@ const idle = configurations.map((configuration, i) => {
 });
 
 await stopConfigurations(configurations);
+const slowTurns = SCENARIO === 'all' ? await measureSlowTurns(sink, slowTurnsOptions) : undefined;
 sink.stop();
 
 // --- report --------------------------------------------------------------------------------
@@ -133,3 +149,23 @@ for (const [name, value] of results) console.log(`RESULT ${name}=${value}`);
 console.log('');
 // Judged on the printed two-decimal value, so a line never contradicts its RESULT.
 for (const { name, value, target } of targets) console.log(`TARGET ${name}=${value.toFixed(2)} (target ≤ ${target.toFixed(2)}): ${value <= target ? 'met' : 'MISSED'}`);
+if (slowTurns !== undefined) reportSlowTurns(slowTurns);
+
+/** The slow-turn scenario's RESULT lines and its TARGET: two instances within 0.6× the embedded makespan, none held. */
+function reportSlowTurns(results: readonly SlowTurnsResult[]): void {
+  const of = (name: SlowTurnsResult['name']) => results.find((result) => result.name === name)!;
+  console.log(
+    `\nslow turns: ${SLOW.conversations} conversations, turns of ${SLOW.turnMs} ms, one of ${SLOW.slowMs} ms posted first, THREADLINE_CONCURRENCY ${SLOW.concurrency} an instance`,
+  );
+  for (const result of results) {
+    console.log(`RESULT slow_turns_makespan_ms_${result.name}=${result.makespanMs.toFixed(0)}`);
+    console.log(`RESULT slow_turns_ideal_ms_${result.name}=${result.idealMs.toFixed(0)}`);
+    console.log(`RESULT held_behind_slow_${result.name}=${result.heldBehindSlow}`);
+  }
+  const ratio = Number((of('redis_2').makespanMs / of('embedded').makespanMs).toFixed(2));
+  console.log(`RESULT slow_turns_2_instances_vs_embedded=${ratio.toFixed(2)}`);
+  const target = TARGETS.slow_turns_2_instances_vs_embedded;
+  const held = results.reduce((sum, result) => sum + result.heldBehindSlow, 0);
+  console.log(`TARGET slow_turns_2_instances_vs_embedded=${ratio.toFixed(2)} (target ≤ ${target.toFixed(2)}): ${ratio <= target ? 'met' : 'MISSED'}`);
+  console.log(`TARGET held_behind_slow=${held} (target 0): ${held === 0 ? 'met' : 'MISSED'}`);
+}

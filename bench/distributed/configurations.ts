@@ -29,7 +29,8 @@ export interface ConfigurationOptions {
   readonly cpuProfileDir?: string | undefined;
 }
 
-function gatewaySpec(name: string, options: ConfigurationOptions, env: Readonly<Record<string, string>>): ServerSpec {
+/** A gateway process of the bench: the build, the delivery receiver, telemetry as asked, `env` on top. */
+export function gatewaySpec(name: string, options: ConfigurationOptions, env: Readonly<Record<string, string>>): ServerSpec {
   const dist = resolve(root, options.dist);
   return {
     name,

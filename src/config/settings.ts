@@ -162,7 +162,7 @@ export const SETTINGS = {
     min: 1,
     max: 1024,
     description:
-      'queues the inbound messages and the deliveries are each spread over (one session, one chat, always the same one); every instance must use the same count: the gateway refuses to start on data written with another',
+      'queues the deliveries are spread over (one chat, always the same one); every instance must use the same count: the gateway refuses to start on data written with another. Turns no longer use it: each conversation has a mailbox of its own, and what an earlier version left in its `inbound-<p>` queues is moved into the mailboxes at start (docs/distributed.md)',
   },
   THREADLINE_WORKERS: {
     kind: 'text',
@@ -438,7 +438,7 @@ export const SETTINGS = {
     default: 64,
     min: 1,
     max: 10_000,
-    description: 'turns running at once (and retries sent at once)',
+    description: 'turns running at once (and retries sent at once); with `THREADLINE_REDIS_URL`, this instance\'s: the cluster runs up to the sum of its instances\', one turn a conversation at a time',
   },
   THREADLINE_QUEUE_CAPACITY: {
     kind: 'integer',

@@ -6,7 +6,7 @@ export interface TurnJob {
   readonly id: string;
   readonly sessionId: string;
   readonly session: Session;
-  /** The session key (sessionKey()): conversation epochs and partitions are kept by it. */
+  /** The session key (sessionKey()): conversation epochs and mailboxes are kept by it. */
   readonly key: string;
   readonly text: string;
   /** The session entered and gateway.message active: the job runs in exactly this. */
@@ -21,7 +21,7 @@ export type RunTurn = (job: TurnJob, signal: AbortSignal) => Promise<void>;
 
 /**
  * Where accepted messages wait for their turn, in order within their session: in process
- * (the embedded gateway) or in Redis partitions that every instance works (the distributed one).
+ * (the embedded gateway) or in Redis, a mailbox per conversation that every instance works (the distributed one).
  * The gateway hands it each accepted message and the function that runs a turn.
  */
 export interface TurnQueue {
@@ -41,8 +41,8 @@ export interface TurnQueue {
   /**
    * Starts nothing more and aborts the turns running here; resolves when they have returned.
    * What waits stays where it is: the store (embedded) or Redis (distributed) keeps it; the
-   * distributed queue hands a turn aborted here back to the front of its partition, so it runs
-   * next elsewhere.
+   * distributed queue leaves a turn aborted here at the head of its conversation's mailbox, so
+   * it runs next elsewhere.
    */
   close(reason: string): Promise<void>;
 }

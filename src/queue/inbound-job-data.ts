@@ -2,18 +2,18 @@ import { ThreadlineError } from '../errors.js';
 import type { RoutingSnapshot } from '../session/index.js';
 import type { JobContext } from './job-context.js';
 
-/** What an inbound job holds in Redis: the message and the context it was accepted in. Plain JSON. */
+/** What a waiting message holds in Redis (its mailbox's data): the message and the context it was accepted in. Plain JSON. */
 export interface InboundJobData {
-  /** The message id (the job id is its encoding, inboundJobId). */
+  /** The message id: it is queued once by it. */
   readonly id: string;
-  /** The session key: partitions and conversation epochs are kept by it. */
+  /** The session key: mailboxes and conversation epochs are kept by it. */
   readonly key: string;
   readonly text: string;
   readonly context: JobContext;
 }
 
 /**
- * Checks the shape of job data read back from Redis, which anyone who can write there could
+ * Checks the shape of message data read back from Redis, which anyone who can write there could
  * have changed. The routing snapshot itself is validated later, by consumerContext.
  * Throws TL_SNAPSHOT_INVALID naming the first field that is wrong.
  */
@@ -43,5 +43,5 @@ function stringOf(value: unknown, what: string): string {
 }
 
 function invalid(reason: string): ThreadlineError {
-  return new ThreadlineError('TL_SNAPSHOT_INVALID', `Inbound queue job is damaged: ${reason}; it is kept as a failed job in its inbound queue`);
+  return new ThreadlineError('TL_SNAPSHOT_INVALID', `A waiting message is damaged: ${reason}; it is kept aside (turns:unusable)`);
 }

@@ -40,6 +40,8 @@ export interface RedisBackendOptions {
   readonly logger: Logger;
   /** THREADLINE_DEAD_LETTER_RETENTION_MS: how long a failed delivery is kept. */
   readonly deadLetterRetentionMs: number;
+  /** THREADLINE_CONCURRENCY: turns this instance runs at once; default 1 (the CLI runs none). */
+  readonly concurrency?: number | undefined;
 }
 
 /**
@@ -84,7 +86,15 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
     });
     // A lock renewed at a third of the lease, checked for expiry every third: a lost instance's work moves on within the lease.
     const leases = { lockDurationMs: Math.round((config.leaseMs * 2) / 3), stalledIntervalMs: Math.round(config.leaseMs / 3) };
-    const turns = new RedisTurnQueue({ connection: workerConnection, keys, partitions: config.partitions, work: config.workers.turns, logger, ...leases });
+    const turns = new RedisTurnQueue({
+      connection: workerConnection,
+      keys,
+      concurrency: options.concurrency ?? 1,
+      legacyPartitions: config.partitions,
+      work: config.workers.turns,
+      logger,
+      ...leases,
+    });
     const heartbeat = new InstanceHeartbeat({ redis: commands, keys, instanceId: config.instanceId, leaseMs: config.leaseMs, logger });
     const leaseFactory = redisLeaseFactory({ redis: commands, keys, instanceId: config.instanceId, leaseMs: config.leaseMs, logger });
     const store: RedisStore = RedisStore.open({

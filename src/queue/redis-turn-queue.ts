@@ -10,18 +10,21 @@ import { redisFailure } from '../store/redis/redis-connection.js';
 import type { RedisKeys } from '../store/redis/redis-keys.js';
 import { threadlineTracer } from '../telemetry/tracer.js';
 import { parseInboundJobData, type InboundJobData } from './inbound-job-data.js';
-import { inboundJobId } from './inbound-job-id.js';
 import { consumerContext, jobContextOf } from './job-context.js';
 import { keptAWeek, leaseWorkerOptions, logWorkerErrors, type LeaseTimings } from './lease-worker-options.js';
-import { partitionOf } from './partition.js';
 import { decodeTurnAbort, encodeTurnAbort } from './turn-abort-message.js';
+import { TurnMailboxes } from './turn-mailboxes.js';
 
 export interface RedisTurnQueueOptions extends LeaseTimings {
   /** A new ioredis connection for BullMQ (maxRetriesPerRequest null); each one asked for is closed by close(). */
   readonly connection: () => Redis;
   readonly keys: RedisKeys;
-  /** THREADLINE_PARTITIONS: inbound queues; a session's messages all go to one. */
-  readonly partitions: number;
+  /** THREADLINE_CONCURRENCY: turns this instance runs at once, each of another conversation. */
+  readonly concurrency: number;
+  /** THREADLINE_PARTITIONS: the partitioned inbound queues of earlier versions (`inbound-<p>`) are moved into mailboxes at start. */
+  readonly legacyPartitions?: number;
+  /** How often this instance looks for conversations with work and no drain job; default the stalled interval, else 5 s. */
+  readonly sweepEveryMs?: number;
   /** THREADLINE_WORKERS includes turns: this instance runs turns; otherwise it only queues them. */
   readonly work: boolean;
   readonly logger: Logger;
@@ -39,33 +42,53 @@ interface RunningTurn {
 
 const tracer = threadlineTracer();
 const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
-/** Completed jobs are kept a day (bounded): a replayed offer of a message that ran is then a no-op. */
-const REMOVE_ON_COMPLETE = { age: 86_400, count: 10_000 } as const;
-/** Failed jobs are messages whose data was damaged: kept a week to be looked at, bounded. */
-const REMOVE_ON_FAIL = keptAWeek(10_000);
+const DEFAULT_SWEEP_EVERY_MS = 5_000;
+/** Turns a drain job runs before it yields its slot to other conversations (its successor waits at the back). */
+const TURNS_PER_DRAIN = 16;
+/** Drain jobs failed (a Redis error mid-drain; the sweeper gives their conversation a new one): kept a week, bounded. */
+const REMOVE_ON_FAIL = keptAWeek(1_000);
+
+/** A waiting message read back and checked: its data and the context its turn starts in. */
+interface UsableMessage {
+  readonly data: InboundJobData;
+  readonly consumer: ReturnType<typeof consumerContext>;
+}
+
+/** The drain job of a conversation: only its session key; the messages wait in its mailbox. */
+interface DrainJobData {
+  readonly key: string;
+}
 
 /**
- * The distributed gateway's turn queue: accepted messages wait in Redis, in BullMQ partition
- * queues `inbound-<p>` (p from the session key), each run one job at a time across every
- * instance (global concurrency 1), so a session's turns run in order wherever they run. Any
- * instance offers; instances with `work` run turns. A turn cut short by close() goes back to
- * the front of its partition and runs next elsewhere; one whose instance died does the same
- * once its lock expires.
+ * The distributed gateway's turn queue. The conversation is the unit of order: a message waits
+ * in its conversation's mailbox (TurnMailboxes, a Redis list per session key), and one BullMQ
+ * queue, `turns`, holds at most one drain job per conversation plus one successor
+ * (`deduplication: { id: key, keepLastIfActive: true }`, handed over atomically when the job
+ * ends). Any instance with a free slot (THREADLINE_CONCURRENCY) takes any conversation that has
+ * work; a drain job runs its mailbox's turns one after the other, each fenced by the job's lock
+ * token, so a stalled job's successor never runs a turn beside it. A turn cut short by close()
+ * stays at the head of its mailbox and its job goes back to the queue, so it runs next
+ * elsewhere; one whose instance died does the same once its lock expires.
  */
 export class RedisTurnQueue implements TurnQueue {
   /** Told apart from other instances on the abort channel. */
   private readonly instance = randomUUID();
   private readonly connections: Redis[] = [];
-  private readonly queues = new Map<number, Queue>();
-  private readonly workers: Worker[] = [];
+  private queueOfTurns: Queue | undefined;
+  private worker: Worker | undefined;
+  private mailboxesOnCommands: TurnMailboxes | undefined;
+  private sweeper: NodeJS.Timeout | undefined;
+  /** A sweep under way (one waiting on Redis while it is away): the next one is skipped. */
+  private sweeping = false;
+  /** By drain job id: the turn each runs here. */
   private readonly running = new Map<string, RunningTurn>();
   /** Processors not yet returned (handing back included): close() waits for them. */
   private readonly processing = new Set<Promise<unknown>>();
   private producer: Redis | undefined;
   private offers = 0;
-  /** Set by idle() and close(): a job fetched after it goes straight back to its partition. */
+  /** Set by idle() and close(): a drain job goes back to the queue before its next turn. */
   private draining = false;
-  /** Set by close(): a turn aborted now goes back to its partition instead of completing. */
+  /** Set by close(): a turn aborted now stays at the head of its mailbox instead of completing. */
   private closing = false;
   private idleWaiters: (() => void)[] = [];
 
@@ -76,38 +99,34 @@ export class RedisTurnQueue implements TurnQueue {
     return this.running.size + this.offers;
   }
 
-  /** With `work`: one worker per partition, one turn at a time per partition across all instances. */
+  /** Moves what an older version left in partitions into mailboxes; with `work`, runs up to `concurrency` conversations at once. */
   async start(run: RunTurn): Promise<void> {
-    if (!this.options.work) return;
     try {
+      await this.migrateLegacyQueues();
+      if (!this.options.work) return;
       const subscriber = this.connect();
       subscriber.on('message', (channel: string, payload: string) => {
         if (channel === this.abortChannel) this.onAbortMessage(payload);
       });
       await subscriber.subscribe(this.abortChannel);
-      const workerConnection = this.connect();
-      for (let index = 0; index < this.options.partitions; index++) {
-        await this.queue(index).setGlobalConcurrency(1);
-        this.workers.push(this.startWorker(index, workerConnection, run));
-      }
+      this.worker = this.startWorker(this.connect(), run);
+      const everyMs = this.options.sweepEveryMs ?? this.options.stalledIntervalMs ?? DEFAULT_SWEEP_EVERY_MS;
+      this.sweeper = setInterval(() => void this.sweep(everyMs), everyMs);
+      this.sweeper.unref();
     } catch (error) {
       throw redisFailure(error);
     }
   }
 
-  /** Adds the message to its session's partition (once: the job id is the message's) and ends its span. */
+  /** Adds the message to its conversation's mailbox (once: by its id), wakes its drain job, and ends its span. */
   async offer(job: TurnJob): Promise<void> {
-    const partition = partitionOf(job.key, this.options.partitions);
-    const queueName = this.options.keys.inboundQueue(partition);
     this.offers++;
     try {
       const data: InboundJobData = { id: job.id, key: job.key, text: job.text, context: jobContextOf(job.context, job.routing) };
-      const queue = this.queue(partition);
-      await this.withinTimeout(
-        queue.add('turn', data, { jobId: inboundJobId(job.id), attempts: 1, removeOnComplete: REMOVE_ON_COMPLETE, removeOnFail: REMOVE_ON_FAIL }),
-        'queue the message',
-      );
-      job.span.setAttribute('messaging.destination.name', queueName);
+      const offered = await this.withinTimeout(this.mailboxes().offer(job.key, job.id, JSON.stringify(data)), 'queue the message');
+      // Waiting already (a replay at start): one round trip, no more; had its first producer died before adding its drain job, the sweep adds it.
+      if (offered === 'added') await this.withinTimeout(this.wake(job.key), 'queue the message');
+      job.span.setAttribute('messaging.destination.name', this.options.keys.turnsQueue);
     } catch (error) {
       const failure = redisFailure(error);
       recordFailure(job.span, failure);
@@ -135,24 +154,26 @@ export class RedisTurnQueue implements TurnQueue {
   /** Takes no more jobs from now on (another instance takes them) and resolves once nothing runs here. */
   async idle(): Promise<void> {
     this.draining = true;
+    this.stopSweeping();
     // Without waiting for their jobs: the wait is ours (settleIdle), and another instance may take what waits.
-    await Promise.all(this.workers.map((worker) => worker.pause(true)));
+    await this.worker?.pause(true);
     if (this.size === 0) return;
     await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
   /**
-   * Takes no more jobs, aborts the turns running here and hands each back to the front of its
-   * partition (neither completed nor failed), then closes the workers and connections.
+   * Takes no more jobs, aborts the turns running here, leaves each at the head of its mailbox
+   * and hands its drain job back to the queue, then closes the worker and connections.
    */
   async close(reason: string): Promise<void> {
     this.draining = true;
     this.closing = true;
-    await Promise.all(this.workers.map((worker) => worker.pause(true)));
+    this.stopSweeping();
+    await this.worker?.pause(true);
     for (const turn of this.running.values()) turn.controller.abort(new Error(reason));
     await Promise.allSettled([...this.processing]);
-    await Promise.allSettled(this.workers.map((worker) => worker.close()));
-    await Promise.allSettled([...this.queues.values()].map((queue) => queue.close()));
+    await this.worker?.close().catch(() => undefined);
+    await this.queueOfTurns?.close().catch(() => undefined);
     for (const connection of this.connections) connection.disconnect();
   }
 
@@ -160,21 +181,32 @@ export class RedisTurnQueue implements TurnQueue {
     return this.options.keys.key('abort');
   }
 
-  private startWorker(index: number, connection: Redis, run: RunTurn): Worker {
-    const queueName = this.options.keys.inboundQueue(index);
+  /** Adds the conversation's drain job: nothing when one waits, its successor when one runs (BullMQ's deduplication). */
+  private async wake(key: string): Promise<void> {
+    const data: DrainJobData = { key };
+    await this.queue().add('drain', data, {
+      deduplication: { id: key, keepLastIfActive: true },
+      attempts: 1,
+      removeOnComplete: true,
+      removeOnFail: REMOVE_ON_FAIL,
+    });
+  }
+
+  private startWorker(connection: Redis, run: RunTurn): Worker {
+    const queueName = this.options.keys.turnsQueue;
     const worker = new Worker(
       queueName,
       // Detached: BullMQ's loop runs in whatever context started it; the turn brings its own.
-      (job: Job, token?: string) => runDetached(() => this.track(this.process(queueName, job, token, run))),
+      (job: Job, token?: string) => runDetached(() => this.track(this.drain(job, token, run))),
       {
         connection,
         prefix: this.options.keys.queuePrefix,
-        concurrency: 1,
+        concurrency: this.options.concurrency,
         ...leaseWorkerOptions(this.options),
         ...(this.options.retryDelayMs === undefined ? {} : { runRetryDelay: this.options.retryDelayMs }),
       },
     );
-    logWorkerErrors(worker, this.options.logger, 'inbound queue');
+    logWorkerErrors(worker, this.options.logger, 'turns queue');
     // Its lock lapsed (cut off from Redis past the lease): another instance runs the turn now, so this one stops.
     worker.on('lockRenewalFailed', (jobIds) => {
       for (const jobId of jobIds) {
@@ -184,19 +216,55 @@ export class RedisTurnQueue implements TurnQueue {
         running.controller.abort(new Error('the turn lost its lock: another instance runs it'));
       }
     });
-    // Never the text: the job id names the message, the store has the rest.
     worker.on('failed', (job, error) =>
-      this.options.logger.error({ err: error, queue: queueName, job: job?.id }, 'inbound job is unusable; it stays in its queue as a failed job'),
+      this.options.logger.warn({ err: error, queue: queueName, job: job?.id }, 'a drain job failed; its conversation gets a new one at the next sweep'),
     );
     return worker;
   }
 
-  /** Runs one job's turn; hands the job back to the front of its partition when this instance is stopping. */
-  private async process(queueName: string, job: Job, token: string | undefined, run: RunTurn): Promise<void> {
-    if (this.draining) return this.handBack(job, token);
-    // Damaged data or snapshot: thrown, so the job fails and stays as a dead letter (the 'failed' log).
-    const data = parseInboundJobData(job.data);
-    const consumer = consumerContext(data.context);
+  /**
+   * Runs the turns waiting in one conversation's mailbox, oldest first, each only while this
+   * job's lock is still ours (the fence); a turn leaves the mailbox once it has run. Hands the
+   * job back when this instance is stopping, and yields after TURNS_PER_DRAIN turns.
+   */
+  private async drain(job: Job, token: string | undefined, run: RunTurn): Promise<void> {
+    const key = drainKeyOf(job.data);
+    if (token === undefined || job.id === undefined) throw new Error('a drain job came without its lock token');
+    const lockKey = `${this.options.keys.queuePrefix}:${this.options.keys.turnsQueue}:${job.id}:lock`;
+    const mailboxes = this.mailboxes();
+    let head = await mailboxes.peek(key, lockKey, token);
+    for (let turns = 0; ; turns++) {
+      if (head.fenced) return this.fenced(job);
+      // Empty: the job completes; a message pushed from now on finds it active or gone, and gets a successor either way.
+      if (head.message === undefined) return;
+      if (this.draining) return this.handBack(job, token);
+      if (turns === TURNS_PER_DRAIN) return this.wake(key);
+      const message = this.usable(head.message, job);
+      if (message !== undefined) {
+        const aborted = await this.runTurn(job.id, message, run);
+        // As the gateway leaves such a message pending in the store, its mailbox keeps it at the head.
+        if (this.closing && aborted) return this.handBack(job, token);
+      }
+      head = await mailboxes.pop(key, lockKey, token, head.message.id, message === undefined);
+    }
+  }
+
+  /** The message and the context its turn starts in, or undefined (logged without its text) when either is damaged: it is then kept aside. */
+  private usable(message: { readonly id: string; readonly data: string }, job: Job): UsableMessage | undefined {
+    try {
+      const data = parseInboundJobData(JSON.parse(message.data));
+      return { data, consumer: consumerContext(data.context) };
+    } catch (error) {
+      this.options.logger.error(
+        { err: error instanceof SyntaxError ? new Error('the message data is not JSON') : error, job: job.id, message: message.id, keptIn: this.mailboxes().unusable },
+        'a waiting message is unusable; it is kept aside and its conversation goes on',
+      );
+      return undefined;
+    }
+  }
+
+  /** Runs one turn in its consumer span; true when it was aborted. */
+  private async runTurn(jobId: string, { data, consumer }: UsableMessage, run: RunTurn): Promise<boolean> {
     const span = tracer.startSpan(
       'gateway.turn',
       {
@@ -205,7 +273,7 @@ export class RedisTurnQueue implements TurnQueue {
         attributes: {
           'messaging.system': 'threadline',
           'messaging.operation.type': 'process',
-          'messaging.destination.name': queueName,
+          'messaging.destination.name': this.options.keys.turnsQueue,
           'messaging.message.id': data.id,
         },
       },
@@ -214,31 +282,86 @@ export class RedisTurnQueue implements TurnQueue {
     const context = trace.setSpan(consumer.context, span);
     const session = requireSession(context);
     const controller = new AbortController();
-    const runningKey = job.id ?? data.id;
-    this.running.set(runningKey, { sessionId: session.sessionId, controller });
+    this.running.set(jobId, { sessionId: session.sessionId, controller });
     try {
       // run() ends the span.
       await run({ id: data.id, sessionId: session.sessionId, session, key: data.key, text: data.text, context, span, routing: data.context.routing }, controller.signal);
     } finally {
-      this.running.delete(runningKey);
+      this.running.delete(jobId);
       this.settleIdle();
     }
-    // As the gateway leaves such a message pending in the store, the queue keeps it waiting.
-    if (this.closing && controller.signal.aborted) return this.handBack(job, token);
+    return controller.signal.aborted;
+  }
+
+  /** The job's lock is another's (its lease lapsed here): that instance drains the mailbox now, this one stops. */
+  private fenced(job: Job): never {
+    this.options.logger.warn({ queue: this.options.keys.turnsQueue, job: job.id }, 'a drain job lost its lock; another instance drains its conversation');
+    throw new Error('the drain job lost its lock: another instance drains its conversation');
   }
 
   /**
-   * Puts an active job back at the front of its partition (moveJobFromActiveToWait RPUSHes),
-   * neither completed nor failed. Throws WaitingError, which tells BullMQ it moved.
+   * Puts an active drain job back in the queue (moveJobFromActiveToWait RPUSHes: it is taken
+   * first), neither completed nor failed. Throws WaitingError, which tells BullMQ it moved.
    */
   private async handBack(job: Job, token: string | undefined): Promise<never> {
     try {
       await job.moveToWait(token);
     } catch (error) {
       // Its lock then expires and another instance's stalled check puts it back at the front all the same.
-      this.options.logger.warn({ err: redisFailure(error), job: job.id }, 'could not hand an inbound job back; it runs elsewhere once its lock expires');
+      this.options.logger.warn({ err: redisFailure(error), job: job.id }, 'could not hand a drain job back; it runs elsewhere once its lock expires');
     }
     throw new WaitingError();
+  }
+
+  /** Gives a drain job to each conversation with work that has none (a producer died between its push and its add). */
+  private async sweep(everyMs: number): Promise<void> {
+    if (this.sweeping) return;
+    this.sweeping = true;
+    try {
+      const stuck = await this.mailboxes().stuck(this.options.keys.turnsQueue, Date.now() - everyMs);
+      for (const key of stuck) await this.wake(key);
+      if (stuck.length > 0) this.options.logger.warn({ conversations: stuck.length }, 'gave conversations with waiting messages the drain job they lacked');
+    } catch (error) {
+      this.options.logger.warn({ err: redisFailure(error) }, 'could not look for conversations without a drain job; trying again at the next sweep');
+    } finally {
+      this.sweeping = false;
+    }
+  }
+
+  /** Moves the jobs left in an older version's `inbound-<p>` queues into mailboxes, once, and removes those queues. */
+  private async migrateLegacyQueues(): Promise<void> {
+    const count = this.options.legacyPartitions ?? 0;
+    if (count === 0) return;
+    const { keys } = this.options;
+    const names = Array.from({ length: count }, (_, index) => keys.legacyInboundQueue(index));
+    const pipeline = this.commands().pipeline();
+    for (const name of names) pipeline.exists(`${keys.queuePrefix}:${name}:meta`, `${keys.queuePrefix}:${name}:wait`, `${keys.queuePrefix}:${name}:id`);
+    const found = ((await pipeline.exec()) ?? []).map(([error, value]) => {
+      if (error !== null) throw error;
+      return (value as number) > 0;
+    });
+    for (const [index, name] of names.entries()) {
+      if (!found[index]) continue;
+      const moved = await this.mailboxes().migrate(name);
+      for (const key of moved) await this.wake(key);
+      const old = new Queue(name, { connection: this.commands(), prefix: keys.queuePrefix });
+      try {
+        await old.obliterate({ force: true });
+      } catch (error) {
+        // Another instance starting now obliterates it at the same time: only one that is still there is a problem.
+        if ((await this.commands().exists(`${keys.queuePrefix}:${name}:meta`)) > 0) {
+          this.options.logger.warn({ err: redisFailure(error), queue: name }, 'could not remove an emptied inbound partition of an earlier version; the next start tries again');
+        }
+      } finally {
+        await old.close();
+      }
+      this.options.logger.warn({ queue: name, conversations: moved.length }, 'moved the messages of an inbound partition of an earlier version into mailboxes');
+    }
+  }
+
+  private stopSweeping(): void {
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
   }
 
   private track<T>(work: Promise<T>): Promise<T> {
@@ -274,17 +397,21 @@ export class RedisTurnQueue implements TurnQueue {
     for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
-  private queue(index: number): Queue {
-    let queue = this.queues.get(index);
-    if (queue === undefined) {
-      queue = new Queue(this.options.keys.inboundQueue(index), { connection: this.commands(), prefix: this.options.keys.queuePrefix });
-      queue.on('error', (error) => this.options.logger.warn({ err: redisFailure(error), queue: queue!.name }, 'inbound queue error'));
-      this.queues.set(index, queue);
+  private queue(): Queue {
+    if (this.queueOfTurns === undefined) {
+      const queue = new Queue(this.options.keys.turnsQueue, { connection: this.commands(), prefix: this.options.keys.queuePrefix });
+      queue.on('error', (error) => this.options.logger.warn({ err: redisFailure(error), queue: queue.name }, 'turns queue error'));
+      this.queueOfTurns = queue;
     }
-    return queue;
+    return this.queueOfTurns;
   }
 
-  /** The connection for producing and publishing, shared by every partition's queue. */
+  private mailboxes(): TurnMailboxes {
+    this.mailboxesOnCommands ??= new TurnMailboxes(this.commands(), this.options.keys);
+    return this.mailboxesOnCommands;
+  }
+
+  /** The connection for producing, publishing and the mailboxes' scripts. */
   private commands(): Redis {
     this.producer ??= this.connect();
     return this.producer;
@@ -308,4 +435,11 @@ export class RedisTurnQueue implements TurnQueue {
     });
     return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
   }
+}
+
+/** The session key a drain job drains; throws for data that is not a drain job's. */
+function drainKeyOf(data: unknown): string {
+  const key = (data as Partial<DrainJobData> | null)?.key;
+  if (typeof key !== 'string' || key === '') throw new Error('a drain job without its conversation key');
+  return key;
 }

@@ -12,6 +12,8 @@ export interface BackendSettings {
   readonly redis?: RedisConfig | undefined;
   /** THREADLINE_DEAD_LETTER_RETENTION_MS: how long a failed delivery is kept. */
   readonly deadLetterRetentionMs: number;
+  /** THREADLINE_CONCURRENCY: turns this instance runs at once (the gateway's; the CLI runs none). */
+  readonly concurrency?: number | undefined;
 }
 
 /** The store, and on Redis also the queues, heartbeat and leases every instance shares. */
@@ -28,7 +30,7 @@ export async function openBackend(settings: BackendSettings, logger: Logger): Pr
   if (settings.redis !== undefined) {
     // Loaded only here: an embedded gateway never pays for BullMQ and ioredis.
     const { openRedisBackend } = await import('../queue/redis-backend.js');
-    const redis = await openRedisBackend(settings.redis, { logger, deadLetterRetentionMs: settings.deadLetterRetentionMs });
+    const redis = await openRedisBackend(settings.redis, { logger, deadLetterRetentionMs: settings.deadLetterRetentionMs, concurrency: settings.concurrency });
     return { kind: 'redis', store: redis.store, redis };
   }
   const store = await SqliteStore.open(join(settings.dataDir, STORE_FILE), {

@@ -1,31 +1,17 @@
-import { ROOT_CONTEXT, SpanKind, propagation, trace } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, propagation, trace } from '@opentelemetry/api';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { pino } from 'pino';
-import { SpanStatusCode } from '@opentelemetry/api';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ThreadlineError } from '../../src/errors.js';
-import { RedisTurnQueue, type RedisTurnQueueOptions } from '../../src/queue/redis-turn-queue.js';
-import { inboundJobId } from '../../src/queue/inbound-job-id.js';
+import type { RedisTurnQueueOptions } from '../../src/queue/redis-turn-queue.js';
 import { jobContextOf, PRODUCER_LINK } from '../../src/queue/job-context.js';
-import { partitionOf } from '../../src/queue/partition.js';
-import {
-  captureRouting,
-  contextWithSession,
-  createSession,
-  extractSession,
-  names,
-  requireSession,
-  SESSION_CARRIER_FIELD,
-  sessionIdOfKey,
-  sessionKey,
-  withSessionId,
-  type SessionInput,
-} from '../../src/session/index.js';
+import { TurnMailboxes } from '../../src/queue/turn-mailboxes.js';
+import { extractSession, names, requireSession, SESSION_CARRIER_FIELD } from '../../src/session/index.js';
 import { RedisKeys } from '../../src/store/redis/redis-keys.js';
-import type { RunTurn, TurnJob } from '../../src/gateway/turn-queue.js';
+import type { TurnJob } from '../../src/gateway/turn-queue.js';
 import { startRedisServer, useRedis } from '../helpers/redis.js';
 import { useGlobalTracing } from '../helpers/tracing.js';
+import { gate, orderBySession, recorder, sessionOf, turnJob, turnQueueInstance, until, type Seen } from './redis-turn-queue-support.js';
 
 const redis = useRedis();
 const tracing = useGlobalTracing();
@@ -36,119 +22,15 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** What a test's turns saw: each turn as it started, by instance. */
-interface Seen {
-  readonly instance: string;
-  readonly job: TurnJob;
-  readonly signal: AbortSignal;
+function instance(prefix: string, options: Partial<RedisTurnQueueOptions> = {}, log?: string[], url = redis.url) {
+  return turnQueueInstance(url, prefix, cleanups, options, log);
 }
 
-/**
- * A run function for instance `instance` that records each turn and ends its span (as the
- * gateway's does). `hold(job)` returning a promise keeps that turn running until it settles.
- */
-function recorder(seen: Seen[], instance: string, hold?: (job: TurnJob, signal: AbortSignal) => Promise<void> | undefined): RunTurn {
-  return async (job, signal) => {
-    seen.push({ instance, job, signal });
-    notify();
-    try {
-      await hold?.(job, signal);
-    } finally {
-      job.span.end();
-    }
-  };
-}
-
-/** Waiters on `seen`, woken each time a turn starts: the deterministic signal tests wait on. */
-let waiters: (() => void)[] = [];
-function notify(): void {
-  for (const wake of waiters.splice(0)) wake();
-}
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise<void>((resolve) => waiters.push(resolve));
-}
-
-/** A resolvable promise. */
-function gate(): { promise: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => (open = resolve));
-  return { promise, open };
-}
-
-interface Instance {
-  readonly queue: RedisTurnQueue;
-  /** Drops every connection of this instance without a word to Redis: a process killed with -9. */
-  kill(): void;
-}
-
-/** A gateway instance's turn queue, with connections of its own, closed after the test. */
-function instance(prefix: string, options: Partial<RedisTurnQueueOptions> = {}, log?: string[], url = redis.url): Instance {
-  const opened: Redis[] = [];
-  const connection = (): Redis => {
-    const client = new Redis(url, { maxRetriesPerRequest: null });
-    // BullMQ duplicates the worker connection for its blocking fetch: tracked, so kill() drops it too.
-    const duplicate = client.duplicate.bind(client);
-    client.duplicate = (...args: Parameters<Redis['duplicate']>) => {
-      const copy = duplicate(...args);
-      opened.push(copy);
-      return copy;
-    };
-    client.on('error', () => undefined);
-    opened.push(client);
-    return client;
-  };
-  const logger = pino({ level: log === undefined ? 'silent' : 'warn' }, { write: (line: string) => void log?.push(line) });
-  const queue = new RedisTurnQueue({ connection, keys: new RedisKeys(prefix), partitions: 4, work: true, logger, ...options });
-  cleanups.push(async () => {
-    await queue.close('the test is over');
-    for (const client of opened) client.disconnect();
-  });
-  return {
-    queue,
-    kill: () => {
-      for (const client of opened) {
-        client.on('error', () => undefined);
-        client.disconnect();
-      }
-    },
-  };
-}
-
-/** A raw BullMQ queue on the same inbound partition, for writing job data by hand. */
-function rawInboundQueue(prefix: string, index: number): Queue {
-  const keys = new RedisKeys(prefix);
+/** A raw connection, for writing a mailbox by hand. */
+function raw(): Redis {
   const connection = new Redis(redis.url, { maxRetriesPerRequest: null });
-  const queue = new Queue(keys.inboundQueue(index), { connection, prefix: keys.queuePrefix });
-  cleanups.push(async () => {
-    await queue.close();
-    connection.disconnect();
-  });
-  return queue;
-}
-
-const tracer = trace.getTracer('threadline-test');
-
-/** A chat's session as the gateway builds it, and its key. */
-function sessionOf(chatId: string, changes: Partial<SessionInput> = {}) {
-  const routing = createSession({ platform: 'telegram', chatType: 'group', chatId, threadId: '7', userId: 'u-1', ...changes });
-  const key = sessionKey({ platform: routing.platform, chatType: routing.chatType, chatId: routing.chatId, threadId: routing.threadId, userId: undefined });
-  return { session: withSessionId(routing, sessionIdOfKey(key, 0)), key };
-}
-
-/** A message as the gateway offers it: session entered, gateway.message span active. */
-function turnJob(chatId: string, id: string, text = `text of ${id}`): TurnJob {
-  const { session, key } = sessionOf(chatId);
-  const entered = contextWithSession(ROOT_CONTEXT, session);
-  const span = tracer.startSpan('gateway.message', { kind: SpanKind.SERVER }, entered);
-  const context = trace.setSpan(entered, span);
-  return { id, sessionId: session.sessionId, session, key, text, context, span, routing: captureRouting(context) };
-}
-
-/** The messages of each session in the order its turns ran. */
-function orderBySession(seen: readonly Seen[]): Map<string, string[]> {
-  const order = new Map<string, string[]>();
-  for (const { job } of seen) order.set(job.session.chatId, [...(order.get(job.session.chatId) ?? []), job.id]);
-  return order;
+  cleanups.push(async () => connection.disconnect());
+  return connection;
 }
 
 describe('RedisTurnQueue', () => {
@@ -172,8 +54,6 @@ describe('RedisTurnQueue', () => {
     await a.queue.start(recorder(seen, 'a', hold));
     const offered = new Map<string, string[]>();
     const chats = ['chat-1', 'chat-2', 'chat-3'];
-    // While a held turn blocks its partition, the others go on: the chats must not all share one.
-    expect(new Set(chats.map((chat) => partitionOf(sessionOf(chat).key, 4))).size).toBeGreaterThan(1);
     for (let index = 0; index < 20; index++) {
       for (const [n, chat] of chats.entries()) {
         const id = `${chat}:m${index}`;
@@ -213,15 +93,14 @@ describe('RedisTurnQueue', () => {
 
     const message = tracing.span('gateway.message');
     const turn = tracing.span('gateway.turn');
-    const partition = `inbound-${partitionOf(job.key, 4)}`;
-    expect(message.attributes['messaging.destination.name']).toBe(partition);
+    expect(message.attributes['messaging.destination.name']).toBe('turns');
     expect(turn.kind).toBe(SpanKind.CONSUMER);
     expect(turn.spanContext().traceId).toBe(message.spanContext().traceId);
     expect(turn.parentSpanContext?.spanId).toBe(message.spanContext().spanId);
     expect(turn.attributes).toMatchObject({
       'messaging.system': 'threadline',
       'messaging.operation.type': 'process',
-      'messaging.destination.name': partition,
+      'messaging.destination.name': 'turns',
       'messaging.message.id': 'msg/1:x',
     });
     const links = turn.links.map((link) => [link.attributes?.['threadline.link'], link.context.spanId]);
@@ -248,11 +127,10 @@ describe('RedisTurnQueue', () => {
       baggage: `${names.CHAT_ID}=chat-evil,${names.SESSION_ID}=${evil.sessionId}`,
       [SESSION_CARRIER_FIELD]: Buffer.from(JSON.stringify(evil)).toString('base64url'),
     };
-    await rawInboundQueue(prefix, partitionOf(real.key, 4)).add(
-      'turn',
-      { id: 'm-1', key: real.key, text: 'hello', context: { routing: real.routing, carrier } },
-      { jobId: inboundJobId('m-1') },
-    );
+    // Pushed by hand into the mailbox; the next offer of the conversation wakes its drain job.
+    const data = { id: 'm-1', key: real.key, text: 'hello', context: { routing: real.routing, carrier } };
+    await new TurnMailboxes(raw(), new RedisKeys(prefix)).offer(real.key, 'm-1', JSON.stringify(data));
+    await a.queue.offer(turnJob('chat-real', 'm-2'));
     await until(() => seen.length === 1);
 
     const ran = seen[0]!.job;
@@ -264,23 +142,24 @@ describe('RedisTurnQueue', () => {
     expect(requireSession(extractSession(carrier)).chatId).toBe('chat-evil');
   });
 
-  it('leaves a job it cannot use failed, says so without its text, and goes on with the partition', async () => {
+  it('keeps a message it cannot use aside, says so without its text, and goes on with its conversation', async () => {
     const prefix = redis.prefix();
     const seen: Seen[] = [];
     const log: string[] = [];
     const a = instance(prefix, {}, log);
     const good = turnJob('chat-1', 'm-good');
-    const partition = partitionOf(good.key, 4);
-    const raw = rawInboundQueue(prefix, partition);
-    await raw.add('turn', { id: 'm-bad', key: good.key, text: 'SECRET TEXT', context: { routing: { v: 2 }, carrier: {} } }, { jobId: 'm-bad' });
-    await raw.add('turn', { id: 'm-worse' }, { jobId: 'm-worse' });
+    const connection = raw();
+    const mailboxes = new TurnMailboxes(connection, new RedisKeys(prefix));
+    await mailboxes.offer(good.key, 'm-bad', JSON.stringify({ id: 'm-bad', key: good.key, text: 'SECRET TEXT', context: { routing: { v: 2 }, carrier: {} } }));
+    await mailboxes.offer(good.key, 'm-worse', JSON.stringify({ id: 'm-worse' }));
+    await mailboxes.offer(good.key, 'm-junk', 'SECRET TEXT, not JSON');
     await a.queue.offer(good);
     await a.queue.start(recorder(seen, 'a'));
     await until(() => seen.length === 1);
 
     expect(seen[0]!.job.id).toBe('m-good');
-    expect(await raw.getJobState('m-bad')).toBe('failed');
-    expect(await raw.getJobState('m-worse')).toBe('failed');
+    expect((await connection.hkeys(mailboxes.unusable)).sort()).toEqual(['m-bad', 'm-junk', 'm-worse']);
+    expect(await connection.llen(mailboxes.mailbox(good.key))).toBe(0);
     const lines = log.join('\n');
     expect(lines).toContain('m-bad');
     expect(lines).toContain('m-worse');
@@ -296,8 +175,24 @@ describe('RedisTurnQueue', () => {
     await a.queue.offer(turnJob('chat-1', 'm-2'));
     await a.queue.start(recorder(seen, 'a'));
     await until(() => seen.length === 2);
-    await a.queue.idle();
     expect(seen.map(({ job }) => job.id)).toEqual(['m-1', 'm-2']);
+    // Replayed once it ran (a start's replay racing the end of its turn): nothing again.
+    await a.queue.offer(turnJob('chat-1', 'm-1'));
+    await a.queue.offer(turnJob('chat-1', 'm-3'));
+    await until(() => seen.length === 3);
+    expect(seen.map(({ job }) => job.id)).toEqual(['m-1', 'm-2', 'm-3']);
+  });
+
+  it('a message pushed by a producer that died before it added the drain job runs at the next sweep', async () => {
+    const prefix = redis.prefix();
+    const seen: Seen[] = [];
+    const a = instance(prefix, { sweepEveryMs: 100 });
+    const job = turnJob('chat-1', 'm-1');
+    const data = { id: 'm-1', key: job.key, text: 'hello', context: jobContextOf(job.context, job.routing) };
+    await new TurnMailboxes(raw(), new RedisKeys(prefix)).offer(job.key, 'm-1', JSON.stringify(data));
+    await a.queue.start(recorder(seen, 'a'));
+    await until(() => seen.length === 1);
+    expect(seen[0]!.job.id).toBe('m-1');
   });
 
   it('once idle, takes no more turns: what comes next runs on another instance', async () => {
@@ -334,7 +229,7 @@ describe('RedisTurnQueue', () => {
     expect(a.queue.size).toBe(0);
   });
 
-  it('a turn whose instance died runs again on the other instance, first in its partition', async () => {
+  it('a turn whose instance died runs again on the other instance, first in its conversation', async () => {
     const prefix = redis.prefix();
     const seen: Seen[] = [];
     // Every instance checks for stalls as often: BullMQ throttles the check by the last checker's interval.
@@ -370,7 +265,9 @@ describe('RedisTurnQueue', () => {
     // What a lapse looks like to the lock's next renewal: the lock is gone.
     const raw = new Redis(redis.url);
     cleanups.push(async () => raw.disconnect());
-    await raw.del(`${new RedisKeys(prefix).queuePrefix}:${new RedisKeys(prefix).inboundQueue(partitionOf(job.key, 4))}:${inboundJobId('m-1')}:lock`);
+    const locks = await raw.keys(`${new RedisKeys(prefix).queuePrefix}:turns:*:lock`);
+    expect(locks.length).toBe(1);
+    await raw.del(locks[0]!);
     await aborted;
     expect((seen[0]!.signal.reason as Error).message).toMatch(/lost its lock/);
     expect(log.join('\n')).toContain('lost its lock');
@@ -424,5 +321,47 @@ describe('RedisTurnQueue', () => {
     const span = tracing.spans().find((ended) => ended.spanContext().spanId === job.span.spanContext().spanId);
     expect(span?.status.code).toBe(SpanStatusCode.ERROR);
     await server.restart();
+  });
+
+  it("moves what an earlier version left in its inbound partitions into mailboxes, once, in each conversation's order", async () => {
+    const prefix = redis.prefix();
+    const keys = new RedisKeys(prefix);
+    const connection = raw();
+    const seen: Seen[] = [];
+    // The partitioned layout: chat-1's job taken by an instance that died (active), two more waiting; chat-2 and a damaged job in another partition.
+    const partition = (index: number): Queue => {
+      const queue = new Queue(keys.legacyInboundQueue(index), { connection, prefix: keys.queuePrefix });
+      cleanups.push(async () => queue.close());
+      return queue;
+    };
+    const dataOf = (chat: string, id: string) => {
+      const job = turnJob(chat, id);
+      job.span.end();
+      return { id, key: job.key, text: `text of ${id}`, context: jobContextOf(job.context, job.routing) };
+    };
+    const [zero, one] = [partition(0), partition(1)];
+    await zero.add('turn', dataOf('chat-1', 'm-1'), { jobId: 'm-m-1' });
+    await connection.lmove(`${keys.queuePrefix}:inbound-0:wait`, `${keys.queuePrefix}:inbound-0:active`, 'RIGHT', 'LEFT');
+    await zero.add('turn', dataOf('chat-1', 'm-2'), { jobId: 'm-m-2' });
+    await zero.add('turn', dataOf('chat-1', 'm-3'), { jobId: 'm-m-3' });
+    await one.add('turn', dataOf('chat-2', 'm-4'), { jobId: 'm-m-4' });
+    await one.add('turn', { id: 'm-bad' }, { jobId: 'm-m-bad' });
+
+    // Two instances start at once: each message moves once.
+    const a = instance(prefix, { legacyPartitions: 4 });
+    const b = instance(prefix, { legacyPartitions: 4 });
+    await Promise.all([a.queue.start(recorder(seen, 'a')), b.queue.start(recorder(seen, 'b'))]);
+    await until(() => seen.length === 4);
+
+    expect(orderBySession(seen)).toEqual(new Map([['chat-1', ['m-1', 'm-2', 'm-3']], ['chat-2', ['m-4']]]));
+    expect(await connection.exists(`${keys.queuePrefix}:inbound-0:meta`, `${keys.queuePrefix}:inbound-1:meta`, `${keys.queuePrefix}:inbound-0:wait`)).toBe(0);
+    expect(await connection.hkeys(keys.key('turns', 'unusable'))).toEqual(['m-m-bad']);
+    // A later start finds nothing left to move.
+    const c = instance(prefix, { legacyPartitions: 4 });
+    await c.queue.start(recorder(seen, 'c'));
+    await a.queue.idle();
+    await b.queue.idle();
+    await c.queue.idle();
+    expect(seen.length).toBe(4);
   });
 });

@@ -18,8 +18,13 @@ export class RedisKeys {
     return this.key('q');
   }
 
-  /** The inbound queue of partition `index`: one session's messages all go to one. */
-  inboundQueue(index: number): string {
+  /** The queue of the conversations' drain jobs: at most one running and one waiting per conversation (its messages wait in its mailbox). */
+  get turnsQueue(): string {
+    return 'turns';
+  }
+
+  /** The inbound queue of partition `index` of versions before mailboxes: moved into mailboxes at start. */
+  legacyInboundQueue(index: number): string {
     return `inbound-${index}`;
   }
 
