@@ -1,6 +1,5 @@
-import { html, type SafeHtml } from './html.js';
-
 import type { DeliveryMinute } from '../deliveries/delivery-minutes.js';
+import { html, type SafeHtml } from './html.js';
 
 const MINUTE_MS = 60_000;
 
