@@ -38,7 +38,8 @@ export function registerOperatorPage(app: FastifyInstance, parts: OperatorPagePa
       reply.header('cache-control', 'no-store');
       reply.header('x-content-type-options', 'nosniff');
       reply.header('x-frame-options', 'DENY');
-      reply.header('referrer-policy', 'no-referrer');
+      // same-origin, not no-referrer: with no-referrer a browser posts the page's forms with Origin: null.
+      reply.header('referrer-policy', 'same-origin');
       reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
     });
 

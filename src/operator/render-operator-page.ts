@@ -152,7 +152,7 @@ function document(title: string, body: SafeHtml, refresh: boolean): string {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 ${refresh ? html`<meta http-equiv="refresh" content="${REFRESH_SECONDS}">` : ''}
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>${title}</title>
 <style>${new SafeHtml(STYLE)}</style>
 </head><body>${body}
