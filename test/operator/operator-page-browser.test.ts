@@ -7,7 +7,7 @@ import { inflateSync } from 'node:zlib';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Agent, Turn } from '../../src/agent/agent.js';
-import { startTestGateway, type TestGateway } from '../../src/testing/index.js';
+import { operatorPageUrl, startTestGateway, type TestGateway } from '../../src/testing/index.js';
 import { until } from '../helpers/gateway.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -57,10 +57,10 @@ afterAll(async () => {
 /** The page after logging in through its form, as a person would. */
 async function loggedIn(): Promise<Page> {
   const page = await browser.newPage();
-  const first = await page.goto(`${g.url}/v1/admin`);
+  const first = await page.goto(operatorPageUrl(g));
   expect(first?.status()).toBe(401);
   await page.fill('input[name=token]', TOKEN);
-  await Promise.all([page.waitForURL(`${g.url}/v1/admin`), page.click('button[type=submit]')]);
+  await Promise.all([page.waitForURL(operatorPageUrl(g)), page.click('button[type=submit]')]);
   return page;
 }
 
@@ -164,9 +164,9 @@ describe('the operator page in Chromium', () => {
     const before = g.receiver.unique().size;
     const context = await browser.newContext({ javaScriptEnabled: false });
     const page = await context.newPage();
-    await page.goto(`${g.url}/v1/admin`);
+    await page.goto(operatorPageUrl(g));
     await page.fill('input[name=token]', TOKEN);
-    await Promise.all([page.waitForURL(`${g.url}/v1/admin`), page.click('button[type=submit]')]);
+    await Promise.all([page.waitForURL(operatorPageUrl(g)), page.click('button[type=submit]')]);
     await Promise.all([page.waitForURL(/retried=queued/), page.click(`button[data-retry="${dead!.id}"]`)]);
     expect(await page.textContent('[role=status]')).toContain('Queued the dead letter');
     const delivered = await g.receiver.waitFor(before + 1);
@@ -197,7 +197,7 @@ describe('the operator page in Chromium', () => {
   it('shows neither the page nor takes an action for a browser without the token', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
-    const answer = await page.goto(`${g.url}/v1/admin`);
+    const answer = await page.goto(operatorPageUrl(g));
     expect(answer?.status()).toBe(401);
     expect(await page.locator('[data-metric]').count()).toBe(0);
     const posted = await page.request.post(`${g.url}/v1/admin/dead-letters/retry`, { form: { id: 'x', csrf: 'y' }, maxRedirects: 0 });
