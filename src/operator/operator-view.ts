@@ -29,10 +29,12 @@ export interface OperatorView {
   readonly misroutes: readonly DeliveryRecord[];
   /** Due more than LOST_AFTER_MS ago and not delivered, as `threadline misroutes` finds it in the store. */
   readonly lost: readonly LostWork[];
-  /** Background commands still running. */
+  /** Background commands still running: the oldest SHOWN_ROWS, and how many run in all. */
   readonly commands: readonly ProcessRecord[];
-  /** Reminders and cron jobs, earliest due first. */
+  readonly commandCount: number;
+  /** Reminders and cron jobs: the SHOWN_ROWS due first, and how many there are. */
   readonly schedules: readonly ScheduleRecord[];
+  readonly scheduleCount: number;
   /** This instance's sends a minute, over the last hour. */
   readonly minutes: readonly DeliveryMinute[];
 }
@@ -47,6 +49,7 @@ export async function readOperatorView(gateway: Gateway, store: AnyStore, now: n
     store.processes.all(),
     store.schedules.all(),
   ]);
+  const running = processes.filter((record) => record.exit === undefined);
   return {
     now,
     health,
@@ -55,8 +58,10 @@ export async function readOperatorView(gateway: Gateway, store: AnyStore, now: n
     moreDeadLetters: failed.length > SHOWN_ROWS,
     misroutes: failed.filter(refusedAsMisroute).slice(0, SHOWN_ROWS),
     lost,
-    commands: processes.filter((record) => record.exit === undefined),
-    schedules,
+    commands: running.slice(0, SHOWN_ROWS),
+    commandCount: running.length,
+    schedules: schedules.slice(0, SHOWN_ROWS),
+    scheduleCount: schedules.length,
     minutes: gateway.outbox.minutes.last(now),
   };
 }

@@ -61,8 +61,8 @@ export function renderOperatorPage(view: OperatorView, options: PageOptions): st
     ['retried', 'Retried since start', health.deliveries.retried],
     ['failed', 'Given up since start', health.deliveries.failed],
     ['mismatches', 'Misroutes flagged since start', health.deliveries.mismatches],
-    ['commands', 'Background commands running', view.commands.length],
-    ['schedules', 'Reminders and cron jobs', view.schedules.length],
+    ['commands', 'Background commands running', view.commandCount],
+    ['schedules', 'Reminders and cron jobs', view.scheduleCount],
     ['lost', 'Lost work (due over 10 min ago)', view.lost.length],
   ];
   const body = html`

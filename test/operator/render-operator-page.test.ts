@@ -32,7 +32,9 @@ function viewWith(text: string): OperatorView {
     misroutes: [],
     lost: [{ type: 'lost', what: 'delivery', id: text, state: 'failed', dueAt: now, destination: { platform: 'webhook', chatId: text }, lastError: text, originTraceId: text, source: 'store' }],
     commands: [{ id: text, origin, destination: { platform: 'webhook', chatId: text }, command: text, pid: 1, startedAt: now, notifyOnComplete: true, progressSent: 0 }],
+    commandCount: 1,
     schedules: [{ id: text, origin, destination: { platform: 'webhook', chatId: text }, target: text, text, cron: text, timezone: text, nextAt: now, createdAt: now }],
+    scheduleCount: 1,
     minutes: new DeliveryMinutes().last(now),
   };
 }
