@@ -2,7 +2,7 @@ const MINUTE_MS = 60_000;
 /** Minutes kept: the operator's page charts the last hour. */
 export const KEPT_MINUTES = 60;
 
-/** One minute of this instance's sends: how many, and how long they took from being recorded. */
+/** One minute of this instance's sends: how many, and how long they took from the work's acceptance. */
 export interface DeliveryMinute {
   /** ms since the epoch, on a whole minute. */
   readonly start: number;
@@ -20,19 +20,20 @@ interface Slot {
 }
 
 /**
- * Deliveries sent a minute over the last KEPT_MINUTES, with their latency from being recorded
- * in the outbox to the platform's acceptance: a ring of one slot a minute, so its memory is
- * fixed however many are sent.
+ * Deliveries sent a minute over the last KEPT_MINUTES, with their latency from the work's
+ * acceptance (deliveryAcceptedAt: a reply's message, else its creation) to the platform's: the
+ * SLO threadline.delivery.latency measures. A ring of one slot a minute: its memory is fixed
+ * however many are sent.
  */
 export class DeliveryMinutes {
   private readonly slots: Slot[] = Array.from({ length: KEPT_MINUTES }, () => ({ minute: -1, delivered: 0, totalMs: 0, maxMs: 0 }));
 
-  /** A delivery recorded at `createdAt` was accepted by its platform at `sentAt`. */
-  record(sentAt: number, createdAt: number): void {
+  /** A delivery whose work was accepted at `acceptedAt` was accepted by its platform at `sentAt`. */
+  record(sentAt: number, acceptedAt: number): void {
     const minute = Math.floor(sentAt / MINUTE_MS);
     const slot = this.slots[minute % KEPT_MINUTES]!;
     if (slot.minute !== minute) Object.assign(slot, { minute, delivered: 0, totalMs: 0, maxMs: 0 });
-    const latency = Math.max(0, sentAt - createdAt);
+    const latency = Math.max(0, sentAt - acceptedAt);
     slot.delivered++;
     slot.totalMs += latency;
     slot.maxMs = Math.max(slot.maxMs, latency);

@@ -13,6 +13,7 @@ import { formatDestination, type Delivery, type DeliveryRecord } from '../sessio
 import type { DeliveryQueue } from './delivery-queue.js';
 import type { OutboxStats } from './outbox-stats.js';
 import { afterFailure, cutOffByStop, deliveryAttributes, sendAttempt } from './send-attempt.js';
+import { deliveryAcceptedAt } from '../telemetry/delivery-accepted-at.js';
 import { DeliveryMinutes } from './delivery-minutes.js';
 
 export interface OutboxOptions {
@@ -139,7 +140,7 @@ export class Outbox implements DeliveryQueue {
       return;
     }
     this.delivered++;
-    this.minutes.record(Date.now(), delivery.createdAt);
+    this.minutes.record(Date.now(), deliveryAcceptedAt(delivery));
     this.metrics.sent(this.platformLabel(delivery), delivery);
     // Sent: the turn goes on without waiting for the record. If it is lost, the store still
     // holds the delivery as being sent and the loop claims it again when its lease ends.

@@ -78,7 +78,7 @@ ${options.retried === 'none' ? html`<p class="refused" role="status">That delive
 </section>
 <section id="chart"><h2>Deliveries a minute and their latency, last hour (this instance)</h2>
 ${deliveryChart(view.minutes)}
-<p>Bars: deliveries accepted by their platform a minute. Line: mean time from being recorded in the outbox to being accepted.</p>
+<p>Bars: deliveries accepted by their platform a minute. Line: mean time from the message's acceptance (or the delivery's creation, for other work) to the platform's.</p>
 </section>
 ${section('live-turns', 'Turns running now', ['Chat', 'Thread', 'Running for', 'Message', 'Trace'], view.liveTurns.map((turn) => [
   html`${turn.platform}:${turn.chatId}${turn.chatName === undefined ? '' : html` <em>${cut(turn.chatName)}</em>`}`,

@@ -19,6 +19,7 @@ import { deliveryOf, parseDeliveryJob } from './delivery-job.js';
 import { consumerContext } from './job-context.js';
 import { leaseWorkerOptions, logWorkerErrors, type LeaseTimings } from './lease-worker-options.js';
 import type { RedisOutboxRecords } from './redis-outbox-records.js';
+import { deliveryAcceptedAt } from '../telemetry/delivery-accepted-at.js';
 import { DeliveryMinutes } from '../deliveries/delivery-minutes.js';
 
 /** A failure of our own (Redis away) hands the job back after this, so a lasting one cannot spin. */
@@ -176,7 +177,7 @@ export class RedisOutbox implements DeliveryQueue {
         if (error === undefined) {
           await this.options.records.finish(job, 'done');
           this.delivered++;
-          this.minutes.record(Date.now(), delivery.createdAt);
+          this.minutes.record(Date.now(), deliveryAcceptedAt(delivery));
           this.options.parts.metrics.sent(this.platformLabel(delivery), delivery);
           return;
         }
