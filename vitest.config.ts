@@ -21,7 +21,14 @@ const ALONE = [
  * the served OpenAPI document against the committed one): `.ci/run` runs these on its first
  * runtime only, with the typecheck.
  */
-const ONCE = ['test/package/**/*.test.ts', 'test/docs.test.ts', 'test/gateway/openapi.test.ts', 'test/security/security-md.test.ts'];
+const ONCE = [
+  'test/package/**/*.test.ts',
+  'test/docs.test.ts',
+  'test/gateway/openapi.test.ts',
+  'test/security/security-md.test.ts',
+  // Chromium against the operator's page: the browser, not the runtime, is what it tests.
+  'test/operator/operator-page-browser.test.ts',
+];
 
 /**
  * Files that start no server, store or process and leave no state behind: in worker threads,
@@ -34,6 +41,8 @@ const PURE = [
   'test/layers.test.ts',
   'test/gateway/commands/command-arguments.test.ts',
   'test/deliveries/target-resolver.test.ts',
+  'test/deliveries/delivery-minutes.test.ts',
+  'test/operator/render-operator-page.test.ts',
   'test/forensics/{conversation-traces,find-misroutes,jaeger-json,lost-in-traces,otlp-json,span-tree,trace-file-source,trace-store-search}.test.ts',
 ];
 

@@ -89,6 +89,11 @@ export const ERROR_CODES = {
     status: 403,
     summary: 'An admin action (/sethome) was asked for by a sender not in THREADLINE_ADMINS; the gateway refuses it whoever the agent is.',
   },
+  TL_FORBIDDEN: {
+    status: 403,
+    summary:
+      "The operator's page refused: no THREADLINE_ADMIN_TOKEN is set and the client is not on loopback (or came through a proxy), or a form was posted without its CSRF proof or from another origin.",
+  },
   TL_TARGET_INVALID: {
     status: 400,
     summary: 'A delivery target is not origin, home or platform:chat[:thread], or names an unknown platform.',

@@ -137,6 +137,16 @@ export const SETTINGS = {
     description:
       'who may run admin commands and admin-only tools, e.g. `telegram:42,slack:U123,webhook:alice`; `*` is everyone (refused beside `THREADLINE_TERMINAL=1` without `THREADLINE_WEBHOOK_TOKEN`)',
   },
+  THREADLINE_ADMIN_TOKEN: {
+    kind: 'text',
+    group: 'server',
+    default: undefined,
+    secret: true,
+    defaultText: 'unset (the operator\'s page answers loopback clients only)',
+    format: 'a long random string (32 characters or more)',
+    description:
+      "the operator's page at `/v1/admin` (docs/operations.md): sent as `Authorization: Bearer <token>`, or typed once into its login form, which sets an HttpOnly, SameSite=Strict cookie",
+  },
 
   // Several instances on Redis
   THREADLINE_REDIS_URL: {
@@ -910,6 +920,15 @@ export const SETTINGS = {
     defaultText: '`$THREADLINE_DATA_DIR/traces.jsonl`',
     format: 'a file path',
     description: 'the local trace file of the `file` exporter (one OTLP/JSON export request per line)',
+  },
+  THREADLINE_TRACE_UI_URL: {
+    kind: 'text',
+    group: 'traces',
+    default: undefined,
+    defaultText: 'unset (no links)',
+    format: 'an http(s) URL holding `{traceId}`',
+    description:
+      "where the operator's page links each turn, dead letter and finding: a trace in Jaeger (`https://jaeger.example.com/trace/{traceId}`) or Grafana Tempo; `{traceId}` is replaced by the 32 hex digits",
   },
   THREADLINE_TRACE_FILE_MAX_BYTES: {
     kind: 'integer',

@@ -1,6 +1,7 @@
 import type { Span } from '@opentelemetry/api';
 import type { NewDelivery, OutboxPressure, OutboxRecords } from '../store/store.js';
 import type { DeliveryRecord } from '../session/delivery.js';
+import type { DeliveryMinutes } from './delivery-minutes.js';
 import type { OutboxStats } from './outbox-stats.js';
 
 /**
@@ -27,6 +28,8 @@ export interface DeliveryQueue {
   recorded(): Promise<void>;
   /** This instance's sends since start. */
   stats(): OutboxStats;
+  /** This instance's sends a minute over the last hour, and their latency (the operator's page charts them). */
+  readonly minutes: DeliveryMinutes;
   pressure(maxOpenPerDestination: number): Promise<OutboxPressure>;
   list(filter: Parameters<OutboxRecords['list']>[0]): Promise<DeliveryRecord[]>;
 }

@@ -13,6 +13,8 @@ import { formatDestination, type Delivery, type DeliveryRecord } from '../sessio
 import type { DeliveryQueue } from './delivery-queue.js';
 import type { OutboxStats } from './outbox-stats.js';
 import { afterFailure, cutOffByStop, deliveryAttributes, sendAttempt } from './send-attempt.js';
+import { deliveryAcceptedAt } from '../telemetry/delivery-accepted-at.js';
+import { DeliveryMinutes } from './delivery-minutes.js';
 
 export interface OutboxOptions {
   readonly maxAttempts: number;
@@ -43,6 +45,7 @@ const UNUSABLE_ORIGIN: ReadonlySet<string> = new Set(['TL_SNAPSHOT_INVALID', 'TL
  */
 export class Outbox implements DeliveryQueue {
   private delivered = 0;
+  readonly minutes = new DeliveryMinutes();
   private retried = 0;
   private failed = 0;
   /** The loop's sends under way: counted against maxInFlight, awaited at stop. */
@@ -137,6 +140,7 @@ export class Outbox implements DeliveryQueue {
       return;
     }
     this.delivered++;
+    this.minutes.record(Date.now(), deliveryAcceptedAt(delivery));
     this.metrics.sent(this.platformLabel(delivery), delivery);
     // Sent: the turn goes on without waiting for the record. If it is lost, the store still
     // holds the delivery as being sent and the loop claims it again when its lease ends.

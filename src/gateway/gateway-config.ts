@@ -4,6 +4,7 @@ import { commaList } from '../env-vars.js';
 import { readInstanceId } from '../config/instance-id.js';
 import { readChoice, readFlag, readInteger, readRedisUrl, readText, readUrl } from '../config/read-setting.js';
 import { Admins } from './commands/admins.js';
+import { readOperatorConfig, type OperatorConfig } from './operator-config.js';
 import { isDiscordPublicKey } from '../platforms/discord/discord-signature.js';
 import { parseKeepBaggage, type KeepBaggage } from '../session/index.js';
 import { readToolsConfig, type ToolsConfig } from '../tools/tools-config.js';
@@ -121,6 +122,8 @@ export interface GatewayConfig {
   readonly tools: ToolsConfig;
   /** Present when THREADLINE_REDIS_URL is set: state and queues in Redis, shared with other instances. */
   readonly redis?: RedisConfig;
+  /** THREADLINE_ADMIN_TOKEN and THREADLINE_TRACE_UI_URL: the operator's page. */
+  readonly operator: OperatorConfig;
 }
 
 /** Bounds on HTTP clients, so a slow, silent or numerous one cannot hold the gateway. */
@@ -171,6 +174,7 @@ export function readGatewayConfig(env: NodeJS.ProcessEnv = process.env): Gateway
     http: httpLimits(env),
     unauthenticatedOffLoopback: unauthenticatedOffLoopback(env),
     tools: readToolsConfig(env, readText(env, 'THREADLINE_DATA_DIR')),
+    operator: readOperatorConfig(env),
     ...redisEntry(readRedisConfig(env)),
   };
 }

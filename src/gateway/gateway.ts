@@ -11,6 +11,7 @@ import { StoreWrites } from '../store/store-writes.js';
 import { GatewayMetrics } from '../telemetry/gateway-metrics.js';
 import type { GatewayOptions } from './gateway-options.js';
 import { GatewayIntake } from './intake.js';
+import { LiveTurns } from './live-turns.js';
 import { LocalTurnQueue } from './local-turn-queue.js';
 import { TurnRunner } from './turn-runner.js';
 import type { TurnQueue } from './turn-queue.js';
@@ -42,6 +43,8 @@ export class Gateway implements Intake {
   readonly router: DeliveryRouter;
   readonly outbox: DeliveryQueue;
   readonly metrics: GatewayMetrics;
+  /** The turns running on this instance now, for the operator's page. */
+  readonly liveTurns = new LiveTurns();
   /** Stops the gauges' reading; set while the gateway runs. */
   private unobserve: (() => void) | undefined;
   private readonly turns: TurnQueue;
@@ -158,7 +161,7 @@ export class Gateway implements Intake {
     });
     const since = Date.now();
     await this.outbox.start();
-    await this.turns.start((job, signal) => this.runner.run(job, signal));
+    await this.turns.start((job, signal) => this.liveTurns.during(job, () => this.runner.run(job, signal)));
     const pending = await this.store.messages.pending();
     for (const stored of pending) {
       try {

@@ -19,6 +19,8 @@ import { deliveryOf, parseDeliveryJob } from './delivery-job.js';
 import { consumerContext } from './job-context.js';
 import { leaseWorkerOptions, logWorkerErrors, type LeaseTimings } from './lease-worker-options.js';
 import type { RedisOutboxRecords } from './redis-outbox-records.js';
+import { deliveryAcceptedAt } from '../telemetry/delivery-accepted-at.js';
+import { DeliveryMinutes } from '../deliveries/delivery-minutes.js';
 
 /** A failure of our own (Redis away) hands the job back after this, so a lasting one cannot spin. */
 const HAND_BACK_PAUSE_MS = 1_000;
@@ -46,6 +48,7 @@ class HandedBack extends WaitingError {}
  */
 export class RedisOutbox implements DeliveryQueue {
   private delivered = 0;
+  readonly minutes = new DeliveryMinutes();
   private retried = 0;
   private failed = 0;
   private readonly workers: Worker[] = [];
@@ -174,6 +177,7 @@ export class RedisOutbox implements DeliveryQueue {
         if (error === undefined) {
           await this.options.records.finish(job, 'done');
           this.delivered++;
+          this.minutes.record(Date.now(), deliveryAcceptedAt(delivery));
           this.options.parts.metrics.sent(this.platformLabel(delivery), delivery);
           return;
         }

@@ -29,6 +29,7 @@ import { Gateway } from '../gateway/gateway.js';
 import type { GatewayConfig } from '../gateway/gateway-config.js';
 import { buildServer } from '../gateway/server.js';
 import { stopGateway } from '../gateway/stop-gateway.js';
+import { registerOperatorPage } from '../operator/operator-routes.js';
 
 export interface RunningGateway {
   readonly url: string;
@@ -194,6 +195,7 @@ async function assembleGateway(
   // From before the replay: a Redis turned evicting since it was opened refuses intake from the start.
   backend?.suitability.start(gateway.metrics);
   const server = buildServer(gateway, platforms, logger, config.http);
+  registerOperatorPage(server, { gateway, store, config: config.operator, logger });
   const address = await server.listen({ port: config.port, host: config.host }).catch((error: unknown) => {
     const code = (error as { code?: unknown } | null)?.code;
     throw new ThreadlineError('TL_LISTEN_FAILED', `Cannot listen on ${config.host}:${config.port} (${String(code ?? messageOf(error))}): stop what holds the port, or set PORT or HOST`, {

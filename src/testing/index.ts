@@ -44,3 +44,4 @@ export type { Tool, ToolResult, ToolCall } from '../tools/tool.js';
 export { FakeOpenAI, MAX_RECORDED_REQUESTS, type FakeChatRequest, type FakeCompletion, type FakeOpenAIScript, type FakeAnswerOptions, type FakeToolCall, type FakeStreamedAnswer } from './fake-openai.js';
 export type { Misroute, RoutingView, SpanRef, WorkRef } from '../forensics/findings.js';
 export { startTestMcpServer, testMcpServer, testMcpStdioCommand, type TestMcpServer, type ReceivedRouting, type StdioCommand } from './test-mcp-server.js';
+export { operatorPageUrl } from './operator-page-url.js';
