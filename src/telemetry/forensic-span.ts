@@ -1,0 +1,58 @@
+import { SpanKind, TraceFlags, type Attributes, type SpanContext } from '@opentelemetry/api';
+import { RandomIdGenerator, type IdGenerator, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+
+/** The always-exported copy of a span its trace's sampler dropped; `threadline misroutes` reads it as the span it copies. */
+export const FORENSIC_SPAN = 'threadline.forensic';
+
+/** Attributes a forensic copy adds to those of the span it copies. */
+export const FORENSIC_ATTRIBUTES = {
+  /** Why it was kept: `misroute`, `failed` or `retry` (a later attempt after a failed one). */
+  reason: 'threadline.forensic.reason',
+  /** The copied span's name (gateway.deliver, cron.run, terminal.notify, …). */
+  spanName: 'threadline.forensic.span_name',
+  /** The ids of the copied span, in the trace that was not sampled (logs carry that trace id). */
+  traceId: 'threadline.forensic.trace_id',
+  spanId: 'threadline.forensic.span_id',
+} as const;
+
+export type ForensicReason = 'misroute' | 'failed' | 'retry';
+
+/** The link from a forensic copy to the span it copies, as its attribute `threadline.link` says. */
+export const SAMPLED_OUT_LINK = 'sampled out';
+
+const ids: IdGenerator = new RandomIdGenerator();
+
+/**
+ * A copy of `span` (recorded, not sampled, already ended and redacted) as the root of a trace
+ * of its own, sampled, linked to the original: same times, attributes, events and status, so
+ * it reads as the original did, plus the FORENSIC_ATTRIBUTES.
+ */
+export function forensicCopy(span: ReadableSpan, reason: ForensicReason): ReadableSpan {
+  const original = span.spanContext();
+  const context: SpanContext = { traceId: ids.generateTraceId(), spanId: ids.generateSpanId(), traceFlags: TraceFlags.SAMPLED };
+  const attributes: Attributes = {
+    ...span.attributes,
+    [FORENSIC_ATTRIBUTES.reason]: reason,
+    [FORENSIC_ATTRIBUTES.spanName]: span.name,
+    [FORENSIC_ATTRIBUTES.traceId]: original.traceId,
+    [FORENSIC_ATTRIBUTES.spanId]: original.spanId,
+  };
+  return {
+    name: FORENSIC_SPAN,
+    kind: SpanKind.INTERNAL,
+    spanContext: () => context,
+    startTime: span.startTime,
+    endTime: span.endTime,
+    duration: span.duration,
+    status: span.status,
+    attributes,
+    links: [{ context: original, attributes: { 'threadline.link': SAMPLED_OUT_LINK } }, ...span.links],
+    events: span.events,
+    ended: true,
+    resource: span.resource,
+    instrumentationScope: span.instrumentationScope,
+    droppedAttributesCount: span.droppedAttributesCount,
+    droppedEventsCount: span.droppedEventsCount,
+    droppedLinksCount: span.droppedLinksCount,
+  };
+}
