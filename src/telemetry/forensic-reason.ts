@@ -1,6 +1,6 @@
 import { SpanStatusCode, type AttributeValue } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import type { ForensicReason } from './forensic-span.js';
+import type { ForensicReason } from './forensic-names.js';
 
 const MISMATCH_EVENT = 'routing.mismatch';
 
