@@ -651,6 +651,20 @@ export const SETTINGS = {
     max: 10_000_000,
     description: "spans waiting for export before new ones are dropped; larger than the SDK's default (the SDK reads it)",
   },
+  OTEL_TRACES_SAMPLER: {
+    kind: 'choice',
+    group: 'traces',
+    choices: ['parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio', 'always_on', 'always_off', 'traceidratio'],
+    default: 'parentbased_always_on',
+    description: "the head sampler; a caller's sampled flag never decides, and misroutes and failed deliveries are exported whatever it decides (docs/telemetry.md)",
+  },
+  OTEL_TRACES_SAMPLER_ARG: {
+    kind: 'text',
+    group: 'traces',
+    default: '1',
+    format: 'a ratio from 0 to 1',
+    description: 'the share of traces the `traceidratio` samplers keep',
+  },
   THREADLINE_TRACE_FILE: {
     kind: 'text',
     group: 'traces',

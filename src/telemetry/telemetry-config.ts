@@ -10,6 +10,7 @@ import {
   type KeepBaggage,
   type OutboundBaggagePolicy,
 } from '../session/index.js';
+import { configuredSampler } from './threadline-sampler.js';
 import { checkAttributeOptions, type PrivacyMode, type SessionAttributeOptions } from './session-attributes.js';
 
 export type TraceExporterKind = 'file' | 'otlp' | 'console' | 'none';
@@ -96,6 +97,7 @@ function checkSdkSettings(env: NodeJS.ProcessEnv): void {
   readChoice(env, 'OTEL_EXPORTER_OTLP_PROTOCOL');
   readInteger(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE');
   readInteger(env, 'OTEL_BSP_MAX_QUEUE_SIZE');
+  configuredSampler(env);
 }
 
 /** As chat names on spans: a name would undo the pseudonyms of its chat. */

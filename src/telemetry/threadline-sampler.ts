@@ -8,10 +8,10 @@ import {
   type Sampler,
   type SamplingResult,
 } from '@opentelemetry/sdk-trace-base';
+import { readChoice, readText } from '../config/read-setting.js';
 import { ConfigError } from '../errors.js';
 
-const SAMPLER_NAMES = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
-type SamplerName = (typeof SAMPLER_NAMES)[number];
+type SamplerName = ReturnType<typeof readChoice<'OTEL_TRACES_SAMPLER'>>;
 
 /** The span whose outcome decides whether a delivery went astray or failed. */
 const DELIVER_SPAN = 'gateway.deliver';
@@ -32,19 +32,10 @@ export function threadlineSampler(env: NodeJS.ProcessEnv = process.env): Sampler
 
 /** OTEL_TRACES_SAMPLER (default parentbased_always_on) with remote parents left to the root sampler. */
 export function configuredSampler(env: NodeJS.ProcessEnv): Sampler {
-  const name = samplerName(env);
+  const name = readChoice(env, 'OTEL_TRACES_SAMPLER');
   const root = rootSampler(name, env);
   if (!name.startsWith('parentbased_')) return root;
   return new ParentBasedSampler({ root, remoteParentSampled: root, remoteParentNotSampled: root });
-}
-
-function samplerName(env: NodeJS.ProcessEnv): SamplerName {
-  const value = (env['OTEL_TRACES_SAMPLER'] ?? '').trim().toLowerCase();
-  if (value === '') return 'parentbased_always_on';
-  if (!(SAMPLER_NAMES as readonly string[]).includes(value)) {
-    throw new ConfigError('OTEL_TRACES_SAMPLER', `"${value}" is not one of ${SAMPLER_NAMES.join(', ')}`);
-  }
-  return value as SamplerName;
 }
 
 function rootSampler(name: SamplerName, env: NodeJS.ProcessEnv): Sampler {
@@ -55,8 +46,7 @@ function rootSampler(name: SamplerName, env: NodeJS.ProcessEnv): Sampler {
 
 /** OTEL_TRACES_SAMPLER_ARG: a ratio in [0, 1]; 1 when unset, as the SDK reads it. */
 function samplerRatio(env: NodeJS.ProcessEnv): number {
-  const value = (env['OTEL_TRACES_SAMPLER_ARG'] ?? '').trim();
-  if (value === '') return 1;
+  const value = readText(env, 'OTEL_TRACES_SAMPLER_ARG');
   const ratio = Number(value);
   if (!Number.isFinite(ratio) || ratio < 0 || ratio > 1) {
     throw new ConfigError('OTEL_TRACES_SAMPLER_ARG', `"${value}" is not a ratio between 0 and 1`);
