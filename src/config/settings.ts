@@ -661,9 +661,10 @@ export const SETTINGS = {
   OTEL_TRACES_SAMPLER_ARG: {
     kind: 'text',
     group: 'traces',
-    default: '1',
-    format: 'a ratio from 0 to 1',
-    description: 'the share of traces the `traceidratio` samplers keep',
+    default: undefined,
+    defaultText: '`1`',
+    format: 'a number from 0 to 1',
+    description: 'the share of traces the `traceidratio` samplers keep, e.g. `0.01`',
   },
   THREADLINE_TRACE_FILE: {
     kind: 'text',

@@ -47,6 +47,7 @@ function rootSampler(name: SamplerName, env: NodeJS.ProcessEnv): Sampler {
 /** OTEL_TRACES_SAMPLER_ARG: a ratio in [0, 1]; 1 when unset, as the SDK reads it. */
 function samplerRatio(env: NodeJS.ProcessEnv): number {
   const value = readText(env, 'OTEL_TRACES_SAMPLER_ARG');
+  if (value === undefined) return 1;
   const ratio = Number(value);
   if (!Number.isFinite(ratio) || ratio < 0 || ratio > 1) {
     throw new ConfigError('OTEL_TRACES_SAMPLER_ARG', `"${value}" is not a ratio between 0 and 1`);

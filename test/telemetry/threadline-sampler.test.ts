@@ -43,6 +43,10 @@ describe('threadlineSampler', () => {
     expect(decide(RATIO, KEPT, 'cron.run')).toBe(SamplingDecision.RECORD_AND_SAMPLED);
   });
 
+  it('takes a ratio of 1 when OTEL_TRACES_SAMPLER_ARG is unset, as the SDK does', () => {
+    expect(decide({ OTEL_TRACES_SAMPLER: 'traceidratio' }, DROPPED)).toBe(SamplingDecision.RECORD_AND_SAMPLED);
+  });
+
   it.each([
     [{ OTEL_TRACES_SAMPLER: 'sometimes' }, 'OTEL_TRACES_SAMPLER'],
     [{ ...RATIO, OTEL_TRACES_SAMPLER_ARG: '1.5' }, 'OTEL_TRACES_SAMPLER_ARG'],
