@@ -5,83 +5,19 @@
  * command finds each, naming the trace that was not sampled. Also: an authenticated caller's
  * `traceparent …-00` does not switch off the gateway's spans, nor its `-01` force them on.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { ROOT_CONTEXT, TraceFlags, trace } from '@opentelemetry/api';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  BasicTracerProvider,
-  RandomIdGenerator,
-  SamplingDecision,
-  SimpleSpanProcessor,
-  TraceIdRatioBasedSampler,
-  type IdGenerator,
-  type ReadableSpan,
-  type SpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Agent, Turn } from '../../src/agent/agent.js';
-import { runThreadline } from '../../src/cli/threadline.js';
-import type { LostWork, Misroute } from '../../src/forensics/findings.js';
-import { spansFromOtlpJson } from '../../src/forensics/otlp-json.js';
 import { CommandAgent } from '../../src/gateway/commands/command-agent.js';
 import { captureRouting, withSession, type RoutingSnapshot, type Session } from '../../src/session/index.js';
-import { FileSpanExporter } from '../../src/telemetry/file-span-exporter.js';
-import { ForensicSpanProcessor } from '../../src/telemetry/forensic-span-processor.js';
-import { RedactSpanProcessor } from '../../src/telemetry/redact-span-processor.js';
-import { SessionSpanProcessor } from '../../src/telemetry/session-span-processor.js';
-import { threadlineSampler } from '../../src/telemetry/threadline-sampler.js';
 import { startTestGateway, type TestGateway } from '../../src/testing/index.js';
 import { deliverLater } from '../../src/tools/deliver-later.js';
 import type { Toolbox } from '../../src/tools/toolbox.js';
 import { until } from '../helpers/gateway.js';
-
-const SAMPLING = { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.01' };
-const ratio = new TraceIdRatioBasedSampler(0.01);
-const sampledByRatio = (traceId: string) => ratio.shouldSample(ROOT_CONTEXT, traceId).decision === SamplingDecision.RECORD_AND_SAMPLED;
-
-/** Random trace ids, but only those the 1% ratio drops: every trace the gateway starts is not sampled. */
-class DroppedTraceIds implements IdGenerator {
-  private readonly random = new RandomIdGenerator();
-  generateTraceId(): string {
-    for (;;) {
-      const id = this.random.generateTraceId();
-      if (!sampledByRatio(id)) return id;
-    }
-  }
-  generateSpanId(): string {
-    return this.random.generateSpanId();
-  }
-}
-
-/** Every span that ended, sampled or not: what the gateway did, beside what was exported. */
-class EndedSpans implements SpanProcessor {
-  readonly spans: ReadableSpan[] = [];
-  onStart(): void {}
-  onEnd(span: ReadableSpan): void {
-    this.spans.push(span);
-  }
-  forceFlush(): Promise<void> {
-    return Promise.resolve();
-  }
-  shutdown(): Promise<void> {
-    return Promise.resolve();
-  }
-}
+import { installSampledTelemetry, isSampled, sampledByRatio } from './sampled-telemetry.js';
 
 const LEAK_QUESTION = 'did build 17 pass?';
-const dir = mkdtempSync(join(tmpdir(), 'threadline-sampled-misroutes-'));
-const file = join(dir, 'traces.jsonl');
-const ended = new EndedSpans();
-// As startTelemetry builds it, the batch processor aside (a simple one writes at once), with ids the ratio drops.
-const provider = new BasicTracerProvider({
-  resource: resourceFromAttributes({ 'service.name': 'threadline' }),
-  sampler: threadlineSampler(SAMPLING),
-  idGenerator: new DroppedTraceIds(),
-  spanProcessors: [new SessionSpanProcessor(), new RedactSpanProcessor(), ended, new ForensicSpanProcessor(new SimpleSpanProcessor(new FileSpanExporter(file)))],
-});
-trace.setGlobalTracerProvider(provider);
+const telemetry = installSampledTelemetry();
+const { endedIn, exportedTraceIds } = telemetry;
 
 const sessions = new Map<string, Session>();
 const routings = new Map<string, RoutingSnapshot>();
@@ -117,35 +53,10 @@ async function sayAndWait(chat: string, thread: string | undefined, text: string
   return traceId;
 }
 
-interface Report {
-  readonly misroutes: Misroute[];
-  readonly lost: LostWork[];
-}
 
-async function misroutesInFile(): Promise<{ code: number; report: Report }> {
-  await provider.forceFlush();
-  let out = '';
-  let err = '';
-  const code = await runThreadline(['misroutes', '--file', file, '--json', '--lost-after', '1ms', '--no-store'], {
-    out: (text) => void (out += text),
-    err: (text) => void (err += text),
-    env: {},
-  });
-  expect(err).toBe('');
-  return { code, report: JSON.parse(out) as Report };
-}
 
-/** The traces of the spans written to the trace file (not of their links). */
-function exportedTraceIds(): Set<string> {
-  const lines = readFileSync(file, 'utf8').split('\n').filter((line) => line !== '');
-  return new Set(lines.flatMap((line) => spansFromOtlpJson(JSON.parse(line), file).map((span) => span.traceId)));
-}
 
-function endedIn(traceId: string, name: string): ReadableSpan[] {
-  return ended.spans.filter((span) => span.spanContext().traceId === traceId && span.name === name);
-}
 
-const isSampled = (span: ReadableSpan) => (span.spanContext().traceFlags & TraceFlags.SAMPLED) !== 0;
 
 beforeAll(async () => {
   g = await startTestGateway({ webhookToken: true, env: { THREADLINE_STRICT_ROUTING: '0' }, agent: leakyAgent });
@@ -153,8 +64,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await g?.stop();
-  await provider.shutdown();
-  rmSync(dir, { recursive: true, force: true });
+  await telemetry.close();
 });
 
 describe('misroutes and lost work under 1% head sampling', () => {
@@ -186,7 +96,7 @@ describe('misroutes and lost work under 1% head sampling', () => {
     ).rejects.toMatchObject({ code: 'TL_HOME_UNSET' });
     notice = { givenUp: 'proc:given-up:done', notRecorded: 'proc:no-home:done' };
     // The retry runs from the outbox loop, in a trace of its own: its span has ended once the store says done.
-    await until(() => ended.spans.filter((span) => span.name === 'gateway.deliver' && span.attributes['delivery.attempt'] === 2).length === 1);
+    await until(() => telemetry.ended.filter((span) => span.name === 'gateway.deliver' && span.attributes['delivery.attempt'] === 2).length === 1);
   });
 
   it('samples none of these traces: their own spans are recorded, not exported', () => {
@@ -197,13 +107,13 @@ describe('misroutes and lost work under 1% head sampling', () => {
       expect(delivers.some(isSampled)).toBe(false);
       expect(exported.has(traceId)).toBe(false);
     }
-    const notices = ended.spans.filter((span) => span.name === 'terminal.notify');
+    const notices = telemetry.ended.filter((span) => span.name === 'terminal.notify');
     expect(notices).toHaveLength(2);
     expect(notices.some(isSampled)).toBe(false);
   });
 
   it('finds the misroute, flagged by the guard, linked to the trace that was not sampled', async () => {
-    const { code, report } = await misroutesInFile();
+    const { code, report } = await telemetry.misroutes();
     expect(code).toBe(1);
     const [misroute, ...others] = report.misroutes;
     expect(others).toEqual([]);
@@ -223,7 +133,7 @@ describe('misroutes and lost work under 1% head sampling', () => {
   });
 
   it('finds the given-up reply and both lost notifications, and not the reply that went through on its retry', async () => {
-    const { report } = await misroutesInFile();
+    const { report } = await telemetry.misroutes();
     const failedDeliver = endedIn(failedTrace, 'gateway.deliver')[0]!;
     const byId = new Map(report.lost.map((lost) => [lost.id, lost]));
     expect(byId.get(String(failedDeliver.attributes['delivery.id']))).toMatchObject({
@@ -258,8 +168,8 @@ describe("a caller's sampled flag", () => {
     expect(await say('ci', 'flags', '/status', { traceparent: `00-${dropped}-00000000000000a2-01` })).toBe(dropped);
     // Its reply's span is recorded (to be judged at its end), so it is seen ending; not sampled, like the rest of its trace.
     await until(() => endedIn(dropped, 'gateway.deliver').length === 1);
-    expect(ended.spans.filter((span) => span.spanContext().traceId === dropped).some(isSampled)).toBe(false);
-    await provider.forceFlush();
+    expect(telemetry.ended.filter((span) => span.spanContext().traceId === dropped).some(isSampled)).toBe(false);
+    await telemetry.flush();
     expect(exportedTraceIds().has(dropped)).toBe(false);
   });
 });
