@@ -38,7 +38,7 @@ try {
   // Every exporter and platform has read them by now: what the process starts later does not inherit them.
   scrubSecrets();
   console.log(
-    `threadline listening on ${running.url} · ${running.platforms.map((p) => p.describe(running.url)).join(' · ')} · ` +
+    `threadline ready · listening on ${running.url} · ${running.platforms.map((p) => p.describe(running.url)).join(' · ')} · ` +
       `store ${config.dataDir} · traces ${describeExporter(telemetry.config)} · metrics ${describeMetrics(telemetry.config.metrics, scrapeUrl)}`,
   );
 } catch (error) {

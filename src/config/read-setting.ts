@@ -11,7 +11,13 @@ type Table = typeof SETTINGS;
 type NameOfKind<K extends Setting['kind']> = { [N in SettingName]: Table[N]['kind'] extends K ? N : never }[SettingName];
 type ChoiceOf<N extends NameOfKind<'choice'>> = Table[N]['choices'][number];
 /** A string when the setting always has a value (a default, or one computed from others). */
-type TextOf<N extends SettingName> = Table[N] extends { default: string } ? string : N extends keyof typeof COMPUTED_DEFAULTS ? string : string | undefined;
+type TextOf<N extends SettingName> = Table[N] extends { default: string }
+  ? string
+  : N extends keyof typeof COMPUTED_DEFAULTS
+    ? ReturnType<(typeof COMPUTED_DEFAULTS)[N]> extends string
+      ? string
+      : string | undefined
+    : string | undefined;
 
 /**
  * Defaults computed from other settings, which the table's `defaultText` says in words; here
@@ -24,7 +30,30 @@ const COMPUTED_DEFAULTS = {
   THREADLINE_TRACE_FILE: (env: NodeJS.ProcessEnv): string => join(readText(env, 'THREADLINE_DATA_DIR'), 'traces.jsonl'),
   OTEL_METRICS_EXPORTER: (env: NodeJS.ProcessEnv): string => (hasEndpoint(env, 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT') ? 'otlp' : 'none'),
   OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_PROTOCOL'),
-} satisfies { [N in SettingName]?: (env: NodeJS.ProcessEnv) => string | number };
+  OTEL_EXPORTER_OTLP_LOGS_PROTOCOL: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_PROTOCOL'),
+  OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: (env: NodeJS.ProcessEnv): number => readInteger(env, 'OTEL_EXPORTER_OTLP_TIMEOUT'),
+  OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_COMPRESSION'),
+  OTEL_EXPORTER_OTLP_TRACES_INSECURE: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_INSECURE'),
+  OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CERTIFICATE'),
+  OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE'),
+  OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CLIENT_KEY'),
+  OTEL_EXPORTER_OTLP_METRICS_TIMEOUT: (env: NodeJS.ProcessEnv): number => readInteger(env, 'OTEL_EXPORTER_OTLP_TIMEOUT'),
+  OTEL_EXPORTER_OTLP_METRICS_COMPRESSION: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_COMPRESSION'),
+  OTEL_EXPORTER_OTLP_METRICS_INSECURE: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_INSECURE'),
+  OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CERTIFICATE'),
+  OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE'),
+  OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CLIENT_KEY'),
+  OTEL_EXPORTER_OTLP_LOGS_TIMEOUT: (env: NodeJS.ProcessEnv): number => readInteger(env, 'OTEL_EXPORTER_OTLP_TIMEOUT'),
+  OTEL_EXPORTER_OTLP_LOGS_COMPRESSION: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_COMPRESSION'),
+  OTEL_EXPORTER_OTLP_LOGS_INSECURE: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_INSECURE'),
+  OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CERTIFICATE'),
+  OTEL_EXPORTER_OTLP_LOGS_CLIENT_CERTIFICATE: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE'),
+  OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CLIENT_KEY'),
+  OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT: (env: NodeJS.ProcessEnv): number => readInteger(env, 'OTEL_ATTRIBUTE_COUNT_LIMIT'),
+  OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT: (env: NodeJS.ProcessEnv): number => readInteger(env, 'OTEL_ATTRIBUTE_COUNT_LIMIT'),
+  OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT'),
+  OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT'),
+} satisfies { [N in SettingName]?: (env: NodeJS.ProcessEnv) => string | number | undefined };
 
 /** An OTLP endpoint variable is set: then traces (and metrics) default to OTLP. */
 function hasEndpoint(env: NodeJS.ProcessEnv, signalVariable: string): boolean {
@@ -32,7 +61,7 @@ function hasEndpoint(env: NodeJS.ProcessEnv, signalVariable: string): boolean {
 }
 
 /** The computed default of `name`, if it has one. */
-function computedDefault(name: SettingName): ((env: NodeJS.ProcessEnv) => string | number) | undefined {
+function computedDefault(name: SettingName): ((env: NodeJS.ProcessEnv) => string | number | undefined) | undefined {
   return Object.hasOwn(COMPUTED_DEFAULTS, name) ? COMPUTED_DEFAULTS[name as keyof typeof COMPUTED_DEFAULTS] : undefined;
 }
 

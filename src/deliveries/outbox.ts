@@ -137,7 +137,7 @@ export class Outbox implements DeliveryQueue {
       return;
     }
     this.delivered++;
-    this.metrics.delivery(this.platformLabel(delivery), delivery.kind, 'sent');
+    this.metrics.sent(this.platformLabel(delivery), delivery);
     // Sent: the turn goes on without waiting for the record. If it is lost, the store still
     // holds the delivery as being sent and the loop claims it again when its lease ends.
     this.writes.add(

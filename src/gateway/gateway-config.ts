@@ -73,6 +73,8 @@ export interface RedisConfig {
   readonly leaseMs: number;
   /** THREADLINE_REDIS_CHECK_INTERVAL_MS: how often a running instance checks that Redis can still hold its work. */
   readonly checkEveryMs: number;
+  /** THREADLINE_REDIS_FSYNC: `always` refuses a Redis that does not fsync every write. */
+  readonly fsync: 'server' | 'always';
 }
 
 export interface GatewayConfig {
@@ -198,8 +200,9 @@ export function readRedisConfig(env: NodeJS.ProcessEnv): RedisConfig | undefined
   const instanceId = readInstanceId(env);
   const leaseMs = readInteger(env, 'THREADLINE_INSTANCE_LEASE_MS');
   const checkEveryMs = readInteger(env, 'THREADLINE_REDIS_CHECK_INTERVAL_MS');
+  const fsync = readChoice(env, 'THREADLINE_REDIS_FSYNC');
   const url = readRedisUrl(env, 'THREADLINE_REDIS_URL');
-  return url === undefined ? undefined : { url, prefix, partitions, workers, instanceId, leaseMs, checkEveryMs };
+  return url === undefined ? undefined : { url, prefix, partitions, workers, instanceId, leaseMs, checkEveryMs, fsync };
 }
 
 function parseWorkers(value: string): RedisConfig['workers'] {

@@ -58,6 +58,7 @@ export class Gateway implements Intake {
     const platforms = new Map(options.platforms.map((platform) => [platform.name, platform]));
     // Built here, not at module load: only then is the meter provider startMetrics registered in place.
     this.metrics = options.metrics ?? new GatewayMetrics();
+    this.metrics.startAtZero(platforms.keys());
     const queues = options.queues;
     this.outbox =
       queues === undefined
@@ -155,9 +156,11 @@ export class Gateway implements Intake {
         return { pending: pressure.open, fullChats: pressure.fullDestinations, oldestPendingSince: pressure.oldestOpenSince };
       },
     });
+    const since = Date.now();
     await this.outbox.start();
     await this.turns.start((job, signal) => this.runner.run(job, signal));
-    for (const stored of await this.store.messages.pending()) {
+    const pending = await this.store.messages.pending();
+    for (const stored of pending) {
       try {
         await this.intake.replay(stored);
       } catch (error) {
@@ -168,6 +171,7 @@ export class Gateway implements Intake {
       }
     }
     this.intake.open();
+    this.options.logger.info({ replayed: pending.length, ms: Date.now() - since }, 'ready: intake open');
   }
 
   /**

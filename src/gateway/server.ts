@@ -1,6 +1,7 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type onResponseHookHandler } from 'fastify';
 import type { Logger } from 'pino';
 import type { Platform } from '../platforms/platform.js';
+import type { GatewayMetrics } from '../telemetry/gateway-metrics.js';
 import type { Gateway } from './gateway.js';
 import type { HttpLimits } from './gateway-config.js';
 import { clientErrorHandler, errorHandler } from './http-errors.js';
@@ -48,6 +49,7 @@ export function buildServer(
   app.addHook('onSend', async (request, reply) => {
     if (reply.statusCode === 401 || !request.raw.complete) reply.header('connection', 'close');
   });
+  recordRequestDurations(app, gateway.metrics);
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ error: `No route ${request.method} ${request.url.split('?')[0]}`, code: 'TL_NOT_FOUND' }),
   );
@@ -58,4 +60,24 @@ export function buildServer(
     for (const platform of platforms) platform.register(app, gateway);
   });
   return app;
+}
+
+/**
+ * http.server.request.duration for every answer: a route's requests by a hook that holds its
+ * template, so nothing per request is looked up or allocated but the attributes; those no
+ * route matched (404s, undecodable paths) by one global hook.
+ */
+function recordRequestDurations(app: FastifyInstance, metrics: GatewayMetrics): void {
+  app.addHook('onRoute', (route) => {
+    const template = route.url;
+    const record: onResponseHookHandler = (request, reply, done) => {
+      metrics.httpRequest(request.method, reply.statusCode, template, request.protocol, reply.elapsedTime / 1000);
+      done();
+    };
+    route.onResponse = route.onResponse === undefined ? [record] : [...[route.onResponse].flat(), record];
+  });
+  app.addHook('onResponse', (request, reply, done) => {
+    if (request.is404) metrics.httpRequest(request.method, reply.statusCode, undefined, request.protocol, reply.elapsedTime / 1000);
+    done();
+  });
 }

@@ -4,6 +4,7 @@ import type { GatewayQueues } from '../gateway/gateway-options.js';
 import type { RedisConfig } from '../gateway/gateway-config.js';
 import { connectRedis } from '../store/redis/redis-connection.js';
 import { RedisKeys } from '../store/redis/redis-keys.js';
+import { assertRedisFsync } from '../store/redis/redis-fsync.js';
 import { assertRedisSuitable } from '../store/redis/redis-requirements.js';
 import { RedisStore } from '../store/redis/redis-store.js';
 import type { ScheduleRunnerFactory } from '../tools/cron/index.js';
@@ -67,6 +68,7 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
   try {
     const requirements = { keys, partitions: config.partitions };
     const suitability = await assertRedisSuitable(commands, requirements);
+    await assertRedisFsync(commands, config.fsync);
     for (const warning of suitability.warnings) logger.warn(warning);
     const watch = new RedisSuitabilityWatch({ redis: commands, requirements, everyMs: config.checkEveryMs, logger, warnings: suitability.warnings });
     deliveryQueues = new DeliveryQueues(commands, keys, config.partitions);

@@ -174,7 +174,7 @@ export class RedisOutbox implements DeliveryQueue {
         if (error === undefined) {
           await this.options.records.finish(job, 'done');
           this.delivered++;
-          this.options.parts.metrics.delivery(this.platformLabel(delivery), delivery.kind, 'sent');
+          this.options.parts.metrics.sent(this.platformLabel(delivery), delivery);
           return;
         }
         // Cut off by stop(), not refused: the job goes back to the front, no attempt counts.

@@ -33,7 +33,8 @@ export function boundedEntries(baggage: Baggage, keep: Keep): BoundedBaggage {
 
 /**
  * The entries `boundedEntries` would keep, as a `baggage` header value; '' when none. Each
- * member is written as the W3C propagator writes it. Unlike that propagator, a member over
+ * member is written as the W3C spec asks: unlike OpenTelemetry's propagator, keys are not
+ * percent-encoded (they are tokens), and a member over
  * 4096 bytes is not dropped: the W3C limits are 64 members and 8192 bytes, and threadline's
  * own members are far smaller (ids of at most 256 characters).
  */
@@ -48,7 +49,8 @@ export function boundedHeader(baggage: Baggage, keep: Keep): string {
 /**
  * Calls `take` for each entry `keep` accepts that still fits the W3C limits, threadline's own
  * first so foreign ones can never crowd them out, with the entry serialized as a list member
- * (percent-encoded, as its size is counted). Returns how many entries were left out.
+ * (value percent-encoded, as its size is counted); a key that is not a token is left out.
+ * Returns how many entries were left out.
  */
 function eachWithinLimits(baggage: Baggage, keep: Keep, take: (key: string, entry: BaggageEntry, member: string) => void): number {
   let bytes = 0;
@@ -63,6 +65,10 @@ function eachWithinLimits(baggage: Baggage, keep: Keep, take: (key: string, entr
       continue;
     }
     const member = serializeMember(key, entry);
+    if (member === undefined) {
+      dropped++;
+      continue;
+    }
     const size = member.length + (members === 0 ? 0 : 1);
     if (members >= MAX_BAGGAGE_MEMBERS || bytes + size > MAX_BAGGAGE_BYTES) {
       dropped++;
@@ -88,8 +94,16 @@ export function filterInboundBaggage(baggage: Baggage, keep: KeepBaggage): Bound
   return boundedEntries(baggage, (key) => !isSessionNamespaceKey(key) && (allowed === undefined || allowed.has(key)));
 }
 
-/** One list member as the W3C propagator writes it: percent-encoded key and value, raw metadata. */
-function serializeMember(key: string, entry: BaggageEntry): string {
-  const member = `${encodeURIComponent(key)}=${encodeURIComponent(entry.value)}`;
+/** An RFC 9110 token: what a W3C baggage key must be, sent as it is. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/**
+ * One list member: the key as it is (keys are tokens, never percent-encoded), the value
+ * percent-encoded, metadata raw. undefined for a key that is not a token, which no header
+ * can carry.
+ */
+function serializeMember(key: string, entry: BaggageEntry): string | undefined {
+  if (!TOKEN.test(key)) return undefined;
+  const member = `${key}=${encodeURIComponent(entry.value)}`;
   return entry.metadata === undefined ? member : `${member};${entry.metadata.toString()}`;
 }

@@ -1,5 +1,6 @@
 import { ROOT_CONTEXT, propagation, trace, type BaggageEntry, type Context, type Link } from '@opentelemetry/api';
 import { MAX_BAGGAGE_BYTES, filterInboundBaggage, type KeepBaggage } from './baggage-entries.js';
+import { withoutBaggageOws } from './baggage-ows.js';
 import { INBOUND_KEEP_BAGGAGE_KEY } from './context-keys.js';
 
 /**
@@ -28,10 +29,10 @@ export interface InboundTrace {
 export type InboundHeaders = Readonly<Record<string, string | readonly string[] | undefined>>;
 
 export const INBOUND_LINK_ATTRIBUTE = 'threadline.link';
-// A version-00 traceparent is 55 characters and tracestate is capped at 512 by its spec;
-// anything much longer is not worth parsing. b3, X-B3-* and uber-trace-id are shorter still.
+// A receiver reads only a traceparent's first 56 characters (55 for version 00, and the '-'
+// that starts a future version's further fields), so a longer one is cut, not refused.
+// b3, X-B3-* and uber-trace-id are shorter still: longer ones are refused.
 const MAX_TRACEPARENT_LENGTH = 128;
-const MAX_TRACESTATE_LENGTH = 512;
 const MAX_TRACE_HEADER_LENGTH = MAX_TRACEPARENT_LENGTH;
 /** Read under limits of their own. */
 const OWN_LIMITS = new Set(['traceparent', 'tracestate', 'baggage']);
@@ -48,14 +49,17 @@ const FOREIGN_BAGGAGE_PREFIXES = ['uberctx-', 'ot-baggage-'];
 export function inboundContext(headers: InboundHeaders, options: InboundOptions = {}): InboundTrace {
   const carrier: Record<string, string> = {};
   const traceparent = single(headers['traceparent']);
-  if (traceparent !== undefined && traceparent.length <= MAX_TRACEPARENT_LENGTH) {
-    carrier['traceparent'] = traceparent;
-    const tracestate = single(headers['tracestate']);
-    if (tracestate !== undefined && tracestate.length <= MAX_TRACESTATE_LENGTH) carrier['tracestate'] = tracestate;
+  if (traceparent !== undefined) {
+    carrier['traceparent'] = traceparent.slice(0, MAX_TRACEPARENT_LENGTH);
+    // Cut member by member to the W3C limits by the propagator, not dropped whole here.
+    const tracestate = joined(headers['tracestate']);
+    if (tracestate !== undefined) carrier['tracestate'] = tracestate;
   }
   copyTraceHeaders(headers, carrier);
+  // Judged without optional whitespace, which the W3C limit of 8192 bytes does not count.
   const rawBaggage = joined(headers['baggage']);
-  if (rawBaggage !== undefined && Buffer.byteLength(rawBaggage) <= MAX_BAGGAGE_BYTES) carrier['baggage'] = rawBaggage;
+  const baggageHeader = rawBaggage === undefined ? undefined : withoutBaggageOws(rawBaggage);
+  if (baggageHeader !== undefined && Buffer.byteLength(baggageHeader) <= MAX_BAGGAGE_BYTES) carrier['baggage'] = baggageHeader;
   const keepBaggage = options.keepBaggage ?? false;
   // Tells threadline's propagator to keep what this call asked for, not its start-up default.
   let ctx = propagation

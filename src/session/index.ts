@@ -7,6 +7,7 @@ export { createSession, withSessionId, MAX_FIELD_LENGTH } from './validate-sessi
 export { sessionKey, parseSessionKey, deriveSessionId, sessionIdOfKey, type SessionKeyParts } from './session-key.js';
 export { SESSION_KEY, DESTINATION_HOST_KEY, INBOUND_KEEP_BAGGAGE_KEY } from './context-keys.js';
 export { MAX_BAGGAGE_BYTES, MAX_BAGGAGE_MEMBERS, filterInboundBaggage, type KeepBaggage } from './baggage-entries.js';
+export { withoutBaggageOws } from './baggage-ows.js';
 export {
   contextWithSession,
   withSession,

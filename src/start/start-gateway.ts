@@ -200,6 +200,8 @@ async function assembleGateway(
       cause: error,
     });
   });
+  // Listening is not ready: until intake opens, messages get 503 TL_STARTING and /v1/ready 503.
+  logger.info({ url: address }, 'accepting connections; ready once what an earlier process left is queued again');
   try {
     // Before replay and intake: a replayed /run's new command directory is no leftover to clean up.
     await toolbox.adopt();

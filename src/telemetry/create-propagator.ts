@@ -1,8 +1,9 @@
 import { propagation, type Context, type TextMapGetter, type TextMapPropagator, type TextMapSetter } from '@opentelemetry/api';
-import { CompositePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
+import { CompositePropagator } from '@opentelemetry/core';
 import { B3InjectEncoding, B3Propagator } from '@opentelemetry/propagator-b3';
 import { JaegerPropagator } from '@opentelemetry/propagator-jaeger';
 import { SessionBaggagePropagator } from './session-baggage-propagator.js';
+import { TraceContextPropagator } from './trace-context-propagator.js';
 import type { PropagatorName, TelemetryConfig } from './telemetry-config.js';
 
 /** What the propagator is built from; without `propagators`, OTEL_PROPAGATORS' default. */
@@ -27,7 +28,7 @@ export function createPropagator(settings?: PropagatorSettings): TextMapPropagat
 function standardPropagator(name: PropagatorName, session: SessionBaggagePropagator): TextMapPropagator[] {
   switch (name) {
     case 'tracecontext':
-      return [new W3CTraceContextPropagator()];
+      return [new TraceContextPropagator()];
     case 'baggage':
       return [session];
     case 'b3':

@@ -1,9 +1,10 @@
 import { closeSync, createWriteStream, mkdirSync, openSync, readSync, renameSync, statSync, unlinkSync, type WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
-import { diag, metrics, type Counter } from '@opentelemetry/api';
+import { diag, type Counter } from '@opentelemetry/api';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { traceFileLines } from './trace-file-lines.js';
+import { traceFileSpansDropped } from './span-drop-counters.js';
 
 export interface TraceFileLimits {
   /** No file grows past this size: the file is rotated before a line would take it past, and a batch larger than a file is split over lines. */
@@ -78,9 +79,7 @@ export class FileSpanExporter implements SpanExporter {
   /** Spans too large for any file: counted (threadline.trace_file.spans_dropped) and said in the log. */
   private countDropped(count: number): void {
     this.droppedSpans += count;
-    this.dropCounter ??= metrics.getMeter('threadline').createCounter('threadline.trace_file.spans_dropped', {
-      description: 'Spans not written to the trace file because each alone is larger than THREADLINE_TRACE_FILE_MAX_BYTES',
-    });
+    this.dropCounter ??= traceFileSpansDropped();
     this.dropCounter.add(count);
     diag.warn(
       `trace file: dropped ${count} span(s) each larger than THREADLINE_TRACE_FILE_MAX_BYTES (${this.limits.maxBytes} bytes) on its own; ${this.droppedSpans} since start`,

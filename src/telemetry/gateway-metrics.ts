@@ -1,7 +1,10 @@
 import { ValueType, metrics, type BatchObservableCallback, type Counter, type Histogram, type Meter, type ObservableGauge } from '@opentelemetry/api';
-import type { DeliveryKind } from '../session/delivery.js';
+import type { Delivery, DeliveryKind } from '../session/delivery.js';
 import type { ErrorCode } from '../errors.js';
 import { VERSION } from '../version.js';
+import { deliveryAcceptedAt } from './delivery-accepted-at.js';
+import { HTTP_SERVER_DURATION_BUCKETS, httpServerAttributes } from './http-server-duration.js';
+import { rejectSpansDropped, traceFileSpansDropped } from './span-drop-counters.js';
 
 /** How a turn ended: returned, threw, or had its signal aborted (/stop or shutdown). */
 export type TurnResult = 'ok' | 'error' | 'aborted';
@@ -24,6 +27,13 @@ const DELIVERY_RESULT = 'threadline.delivery.result';
 
 /** Agent turns take from milliseconds (an echo) to minutes (a model with tools). */
 const TURN_SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+/** A reply's latency holds its turn; a retried delivery's, the platform's downtime, up to the give-up time. */
+const DELIVERY_LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 21600];
+
+/** Every kind, so each platform's counters of each kind start at 0. */
+const DELIVERY_KINDS = Object.keys({ reply: true, notification: true, cron: true, send: true } satisfies Record<DeliveryKind, true>) as DeliveryKind[];
+/** The refusals an operator alerts on, started at 0 for each platform; others appear when first counted. */
+const REFUSALS_FROM_ZERO: readonly ErrorCode[] = ['TL_BAD_REQUEST', 'TL_UNAUTHORIZED', 'TL_INTAKE_FULL', 'TL_CHAT_BACKLOG_FULL'];
 
 /** Refusals already counted: intake counts first (it knows the platform); the HTTP answer that follows does not count again. */
 const countedRefusals = new WeakSet<object>();
@@ -42,7 +52,9 @@ export class GatewayMetrics {
   private readonly messagesAccepted: Counter;
   private readonly messagesRefused: Counter;
   private readonly turnDuration: Histogram;
+  private readonly httpServerDuration: Histogram;
   private readonly deliveries: Counter;
+  private readonly deliveryLatency: Histogram;
   private readonly deliveryRetries: Counter;
   private readonly routingMismatches: Counter;
   private readonly redisUnsuitable: Counter;
@@ -67,6 +79,17 @@ export class GatewayMetrics {
       unit: 's',
       description: 'Agent turns, by platform and result, and how long they took',
       advice: { explicitBucketBoundaries: TURN_SECONDS_BUCKETS },
+    });
+    // The semantic conventions' instrument, so dashboards made for any HTTP server read it.
+    this.httpServerDuration = meter.createHistogram('http.server.request.duration', {
+      unit: 's',
+      description: 'Duration of HTTP server requests',
+      advice: { explicitBucketBoundaries: HTTP_SERVER_DURATION_BUCKETS },
+    });
+    this.deliveryLatency = meter.createHistogram('threadline.delivery.latency', {
+      unit: 's',
+      description: "Deliveries sent, by platform and kind, and how long after the gateway accepted their work: a reply's message, or the delivery itself for the other kinds",
+      advice: { explicitBucketBoundaries: DELIVERY_LATENCY_BUCKETS },
     });
     this.deliveries = meter.createCounter('threadline.deliveries', {
       ...integer,
@@ -109,6 +132,27 @@ export class GatewayMetrics {
     });
   }
 
+  /**
+   * Exports every counter at 0 now, with the attributes it will have for `platforms`, so a
+   * scrape right after start lists them and the first event is an increase, not a new series.
+   */
+  startAtZero(platforms: Iterable<string>): void {
+    for (const platform of platforms) {
+      const on = { [PLATFORM]: platform };
+      this.messagesAccepted.add(0, on);
+      for (const code of REFUSALS_FROM_ZERO) this.messagesRefused.add(0, { ...on, [REASON]: code });
+      this.routingMismatches.add(0, on);
+      for (const kind of DELIVERY_KINDS) {
+        const of = { ...on, [DELIVERY_KIND]: kind };
+        this.deliveryRetries.add(0, of);
+        for (const result of ['sent', 'dead_letter'] satisfies DeliveryResult[]) this.deliveries.add(0, { ...of, [DELIVERY_RESULT]: result });
+      }
+    }
+    this.redisUnsuitable.add(0);
+    rejectSpansDropped(this.meter).add(0);
+    traceFileSpansDropped(this.meter).add(0);
+  }
+
   accepted(platform: string): void {
     this.messagesAccepted.add(1, { [PLATFORM]: platform });
   }
@@ -124,6 +168,18 @@ export class GatewayMetrics {
 
   turn(platform: string, result: TurnResult, seconds: number): void {
     this.turnDuration.record(seconds, { [PLATFORM]: platform, [TURN_RESULT]: result });
+  }
+
+  /** One HTTP request answered, `seconds` after it arrived; `route` is undefined when no route matched. */
+  httpRequest(method: string, status: number, route: string | undefined, scheme: string, seconds: number): void {
+    this.httpServerDuration.record(seconds, httpServerAttributes(method, status, route, scheme));
+  }
+
+  /** A delivery the platform took: counted as sent, and its latency from its work's acceptance recorded. */
+  sent(platform: string, delivery: Pick<Delivery, 'id' | 'kind' | 'createdAt'>): void {
+    const attributes = { [PLATFORM]: platform, [DELIVERY_KIND]: delivery.kind };
+    this.deliveries.add(1, { ...attributes, [DELIVERY_RESULT]: 'sent' });
+    this.deliveryLatency.record(Math.max(0, Date.now() - deliveryAcceptedAt(delivery)) / 1000, attributes);
   }
 
   delivery(platform: string, kind: DeliveryKind, result: DeliveryResult): void {

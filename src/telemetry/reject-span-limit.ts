@@ -1,4 +1,5 @@
-import { metrics, type Counter } from '@opentelemetry/api';
+import type { Counter } from '@opentelemetry/api';
+import { rejectSpansDropped } from './span-drop-counters.js';
 
 /**
  * How many gateway.reject spans are recorded: a token bucket of `perSecond` a second (as
@@ -31,9 +32,7 @@ export class RejectSpanLimit {
       return true;
     }
     this.dropped++;
-    this.counter ??= metrics.getMeter('threadline').createCounter('threadline.reject_spans.dropped', {
-      description: 'Refused requests that got no gateway.reject span (THREADLINE_REJECT_SPANS_PER_SECOND)',
-    });
+    this.counter ??= rejectSpansDropped();
     this.counter.add(1);
     return false;
   }

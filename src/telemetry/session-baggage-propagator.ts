@@ -14,6 +14,7 @@ import {
   filterInboundBaggage,
   outboundBaggageHeader,
   withBaggageEntries,
+  withoutBaggageOws,
   type KeepBaggage,
   type OutboundBaggagePolicy,
 } from '../session/index.js';
@@ -29,8 +30,9 @@ const BAGGAGE_HEADER = 'baggage';
  *
  * Extract: threadline keys are dropped whatever their case, and other members kept only
  * when `keepInboundBaggage`, or the inboundContext() call extracting, says so. The W3C
- * parser underneath is bounded (opentelemetry-js core >= 2.8.0), and inboundContext()
- * bounds the raw header before it gets here.
+ * parser underneath is bounded (opentelemetry-js core >= 2.8.0) and is handed the header
+ * without optional whitespace, so its limits count what the W3C limits count; inboundContext()
+ * bounds the header the same way before it gets here.
  */
 export class SessionBaggagePropagator implements TextMapPropagator {
   private readonly w3c = new W3CBaggagePropagator();
@@ -52,7 +54,7 @@ export class SessionBaggagePropagator implements TextMapPropagator {
   }
 
   extract(ctx: Context, carrier: unknown, getter: TextMapGetter): Context {
-    const extracted = this.w3c.extract(ctx, carrier, getter);
+    const extracted = this.w3c.extract(ctx, carrier, withoutOws(getter));
     const baggage = propagation.getBaggage(extracted);
     if (extracted === ctx || baggage === undefined) return extracted;
     // inboundContext() passes its caller's choice; anything else gets the start-up default.
@@ -63,6 +65,18 @@ export class SessionBaggagePropagator implements TextMapPropagator {
   fields(): string[] {
     return this.w3c.fields();
   }
+}
+
+/** `getter` with the baggage header's optional whitespace removed, one header or several. */
+function withoutOws(getter: TextMapGetter): TextMapGetter {
+  return {
+    keys: (carrier) => getter.keys(carrier),
+    get: (carrier, key) => {
+      const value = getter.get(carrier, key);
+      if (key !== BAGGAGE_HEADER || value === undefined) return value;
+      return Array.isArray(value) ? value.map(withoutBaggageOws) : withoutBaggageOws(value);
+    },
+  };
 }
 
 /** The host an injection is for, when known. */

@@ -1,16 +1,18 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { metrics } from '@opentelemetry/api';
+import { diag, metrics } from '@opentelemetry/api';
 import { OTLPMetricExporter as OtlpGrpcMetricExporter } from '@opentelemetry/exporter-metrics-otlp-grpc';
 import { OTLPMetricExporter as OtlpJsonMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { OTLPMetricExporter as OtlpProtobufMetricExporter } from '@opentelemetry/exporter-metrics-otlp-proto';
-import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { ConsoleMetricExporter, MeterProvider, PeriodicExportingMetricReader, type MetricReader, type PushMetricExporter } from '@opentelemetry/sdk-metrics';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { ThreadlineError } from '../errors.js';
 import type { MetricsConfig, OtlpProtocol } from './telemetry-config.js';
 import { serviceAttributes } from './service-attributes.js';
+import { withPrometheusNames } from './prometheus-names.js';
+import { startRuntimeMetrics } from './runtime-metrics.js';
 
 export interface Metrics {
   /**
@@ -24,6 +26,8 @@ export interface Metrics {
 
 /** Where Prometheus scrapes, as OTel's exporter serves it. */
 const PROMETHEUS_PATH = '/metrics';
+/** The Prometheus text format the serializer writes (no OpenMetrics `# EOF`). */
+const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 /** The PeriodicExportingMetricReader's own default; an export never runs past the next one. */
 const EXPORT_TIMEOUT_MS = 30_000;
 
@@ -48,6 +52,7 @@ export function startMetrics(config: MetricsConfig, resource: { serviceName: str
     void provider.shutdown();
     throw new ThreadlineError('TL_INTERNAL', 'A meter provider is registered already: startMetrics runs once a process, until its shutdown()');
   }
+  const stopRuntime = startRuntimeMetrics(provider);
   const ready = prometheus?.listen() ?? Promise.resolve(undefined);
   // The caller awaits it at start-up; unawaited, a failure must not end the process as an unhandled rejection.
   ready.catch(() => {});
@@ -55,10 +60,12 @@ export function startMetrics(config: MetricsConfig, resource: { serviceName: str
     ready,
     shutdown: async () => {
       try {
+        // The last export still reads the runtime; its monitors stop after it.
         await provider.shutdown();
       } finally {
         // Even when the last export failed: the scrape port is freed, and the global too, so
         // a later startMetrics (a restart in tests) can register.
+        stopRuntime();
         metrics.disable();
         await prometheus?.close();
       }
@@ -104,10 +111,12 @@ function otlpExporter(protocol: OtlpProtocol): PushMetricExporter {
 
 /**
  * OTel's Prometheus exporter behind a server of threadline's: the exporter's own cannot take
- * port 0 (it reads 0 as "unset") and reports a taken port only to the diag log.
+ * port 0 (it reads 0 as "unset") and reports a taken port only to the diag log; and its
+ * names lack their unit suffixes (withPrometheusNames adds them).
  */
 class PrometheusEndpoint {
   readonly reader = new PrometheusExporter({ preventServerStart: true });
+  private readonly serializer = new PrometheusSerializer();
   private readonly server = createServer((request, response) => this.handle(request, response));
 
   constructor(
@@ -147,10 +156,24 @@ class PrometheusEndpoint {
 
   private handle(request: IncomingMessage, response: ServerResponse): void {
     if (request.method === 'GET' && request.url?.split('?')[0] === PROMETHEUS_PATH) {
-      this.reader.getMetricsRequestHandler(request, response);
+      void this.scrape(response);
       return;
     }
     response.statusCode = 404;
     response.end();
+  }
+
+  /** As the exporter's own handler, with Prometheus names: a collection's errors go to the diag log, what was collected is served. */
+  private async scrape(response: ServerResponse): Promise<void> {
+    try {
+      const { resourceMetrics, errors } = await this.reader.collect();
+      if (errors.length > 0) diag.error('Prometheus scrape: metrics collection errors', ...errors);
+      response.writeHead(200, { 'content-type': PROMETHEUS_CONTENT_TYPE });
+      response.end(this.serializer.serialize(withPrometheusNames(resourceMetrics)));
+    } catch (error) {
+      diag.error('Prometheus scrape failed', error);
+      response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
+      response.end('# metrics collection failed\n');
+    }
   }
 }

@@ -17,6 +17,7 @@ import { limitRejectSpans } from './reject-span-limit.js';
 import { SessionSpanProcessor } from './session-span-processor.js';
 import { ForensicSpanProcessor } from './forensic-span-processor.js';
 import { threadlineSampler } from './threadline-sampler.js';
+import { startLogs } from './start-logs.js';
 import { startMetrics, type Metrics } from './start-metrics.js';
 import { ThreadlineContextManager } from './threadline-context-manager.js';
 import { readTelemetryConfig, type TelemetryConfig } from './telemetry-config.js';
@@ -28,7 +29,7 @@ export interface Telemetry {
   readonly logger: Logger;
   /** Resolves once metrics are served (with the Prometheus scrape URL, if that is the exporter); rejects when they cannot be. */
   readonly metricsReady: Metrics['ready'];
-  /** Flushes pending spans and metrics and stops exporting; call once, on the way out. */
+  /** Flushes pending spans, metrics and logs and stops exporting; call once, on the way out. */
   shutdown(): Promise<void>;
 }
 
@@ -45,13 +46,20 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
   const exporter = createSpanExporter(config);
   const stamper = new SessionSpanProcessor(config.attributes);
   limitRejectSpans(config.rejectSpansPerSecond);
-  const logger = createLogger({ level: config.logLevel, includeNames: config.logNames, privacy: config.attributes });
   const service = { serviceName: config.serviceName, serviceVersion: config.serviceVersion, serviceInstanceId: config.serviceInstanceId };
+  // OTEL_LOGS_EXPORTER=otlp: every record goes to stdout and, as an OpenTelemetry log, to the collector.
+  const logs = startLogs(config.logs, service);
+  const logger = createLogger({
+    level: config.logLevel,
+    includeNames: config.logNames,
+    privacy: config.attributes,
+    ...(logs.destination === undefined ? {} : { destination: logs.destination }),
+  });
   if (exporter === undefined) {
     installDiagLogger(logger);
     installContext(propagator);
     const metrics = startMetrics(config.metrics, service);
-    return { config, logger, metricsReady: metrics.ready, shutdown: () => metrics.shutdown() };
+    return { config, logger, metricsReady: metrics.ready, shutdown: () => settleAll(metrics.shutdown(), logs.shutdown()) };
   }
   const contextManager = new ThreadlineContextManager();
   const sdk = new NodeSDK({
@@ -96,7 +104,7 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
     config,
     logger,
     metricsReady: metrics.ready,
-    shutdown: () => settleBoth(sdk.shutdown(), metrics.shutdown()),
+    shutdown: () => settleAll(sdk.shutdown(), metrics.shutdown(), logs.shutdown()),
   };
 }
 
@@ -112,9 +120,9 @@ function batchDefaults(env: NodeJS.ProcessEnv = process.env): BufferConfig {
   };
 }
 
-/** Waits for both, so a failed trace flush does not cut the metrics' short; then fails with the first error. */
-async function settleBoth(first: Promise<void>, second: Promise<void>): Promise<void> {
-  for (const result of await Promise.allSettled([first, second])) {
+/** Waits for all, so a failed trace flush does not cut the metrics' or logs' short; then fails with the first error. */
+async function settleAll(...flushes: Promise<void>[]): Promise<void> {
+  for (const result of await Promise.allSettled(flushes)) {
     if (result.status === 'rejected') throw result.reason;
   }
 }

@@ -10,6 +10,8 @@ import {
   type KeepBaggage,
   type OutboundBaggagePolicy,
 } from '../session/index.js';
+import { checkSdkSettingValues } from './check-sdk-settings.js';
+import { readLogsConfig, type LogsConfig } from './logs-config.js';
 import { configuredSampler } from './threadline-sampler.js';
 import { checkAttributeOptions, type PrivacyMode, type SessionAttributeOptions } from './session-attributes.js';
 
@@ -54,6 +56,8 @@ export interface TelemetryConfig {
   readonly inboundBaggage: KeepBaggage;
   readonly logLevel: string;
   readonly logNames: boolean;
+  /** OTEL_LOGS_EXPORTER and friends: log records over OTLP besides stdout. */
+  readonly logs: LogsConfig;
 }
 
 /**
@@ -86,6 +90,7 @@ export function readTelemetryConfig(env: NodeJS.ProcessEnv = process.env): Telem
     inboundBaggage: parseKeepBaggage(readText(env, 'THREADLINE_INBOUND_BAGGAGE')),
     logLevel: readChoice(env, 'THREADLINE_LOG_LEVEL'),
     logNames,
+    logs: readLogsConfig(env),
   };
 }
 
@@ -97,6 +102,7 @@ function checkSdkSettings(env: NodeJS.ProcessEnv): void {
   readChoice(env, 'OTEL_EXPORTER_OTLP_PROTOCOL');
   readInteger(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE');
   readInteger(env, 'OTEL_BSP_MAX_QUEUE_SIZE');
+  checkSdkSettingValues(env);
   configuredSampler(env);
 }
 

@@ -72,6 +72,39 @@ describe('threadline config', () => {
     expect(table.get('THREADLINE_WEBHOOK_DELIVERY_URL')?.value).toBe('https://127.0.0.1:9/hook');
   });
 
+  it('shows the OTLP exporter headers as (set), never their values, and the SDK settings as they are', async () => {
+    const headers = {
+      OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20otlp-general-secret',
+      OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x-api-key=otlp-traces-secret',
+      OTEL_EXPORTER_OTLP_METRICS_HEADERS: 'x-api-key=otlp-metrics-secret',
+      OTEL_EXPORTER_OTLP_LOGS_HEADERS: 'x-api-key=otlp-logs-secret',
+    };
+    const env = { ...headers, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.01', OTEL_EXPORTER_OTLP_TIMEOUT: '5000' };
+    for (const argv of [['config'], ['config', '--json']]) {
+      const { code, out, err } = await run(argv, env);
+      expect(code).toBe(0);
+      for (const value of ['otlp-general-secret', 'otlp-traces-secret', 'otlp-metrics-secret', 'otlp-logs-secret', 'Bearer']) expect(out + err).not.toContain(value);
+    }
+    const table = await rows(env);
+    for (const name of Object.keys(headers)) expect(table.get(name)).toMatchObject({ value: '(set)', source: 'environment', secret: true });
+    expect(table.get('OTEL_TRACES_SAMPLER')).toMatchObject({ value: 'parentbased_traceidratio', source: 'environment' });
+    expect(table.get('OTEL_TRACES_SAMPLER_ARG')).toMatchObject({ value: '0.01', source: 'environment' });
+    // A signal's own setting, unset, shows the general one in force.
+    expect(table.get('OTEL_EXPORTER_OTLP_TRACES_TIMEOUT')).toMatchObject({ value: '5000', source: 'default' });
+    expect(table.get('OTEL_LOGS_EXPORTER')).toMatchObject({ value: 'none', source: 'default' });
+  });
+
+  it('refuses an SDK setting outside the table, naming it, as the SDK alone would quietly ignore it', async () => {
+    const { code, err } = await run(['config'], { OTEL_TRACES_SAMPLER: 'sometimes', OTEL_EXPORTER_OTLP_COMPRESSION: 'zstd' });
+    expect(code).toBe(1);
+    expect(err).toContain('OTEL_TRACES_SAMPLER');
+    expect(err).toContain('OTEL_EXPORTER_OTLP_COMPRESSION');
+    // The SDK compares the sampler as written: ALWAYS_OFF would quietly sample everything.
+    const upper = await run(['config'], { OTEL_TRACES_SAMPLER: 'ALWAYS_OFF' });
+    expect(upper.code).toBe(1);
+    expect(upper.err).toContain('lower case');
+  });
+
   it('shows the admins list as how many entries, never the user ids, valid or refused', async () => {
     const admins = { THREADLINE_ADMINS: 'telegram:4242424242,slack:U0ADMINID' };
     const text = await run(['config'], admins);

@@ -13,6 +13,13 @@ import { readTelemetryConfig } from '../../src/telemetry/telemetry-config.js';
 const ROOT = new URL('../../', import.meta.url).pathname;
 const VARIABLE = /\b((?:THREADLINE|OTEL)_[A-Z0-9_]*[A-Z0-9])\b/g;
 
+/** Every .js file under `dir`, following no symlinks out of it. */
+function sourceFilesOf(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? sourceFilesOf(join(dir, entry.name)) : entry.name.endsWith('.js') ? [join(dir, entry.name)] : [],
+  );
+}
+
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
     entry.isDirectory() ? sourceFiles(join(dir, entry.name)) : entry.name.endsWith('.ts') ? [join(dir, entry.name)] : [],
@@ -24,7 +31,7 @@ const namedIn = new Map(sourceFiles(join(ROOT, 'src')).map((file) => [file, new 
 const sourceVariables = new Set([...namedIn.values()].flatMap((names) => [...names]));
 
 /** Standard variables threadline does not read, named in a setting's description to say so. */
-const NOT_READ = ['OTEL_METRIC_EXPORT_TIMEOUT'];
+const NOT_READ = ['OTEL_METRIC_EXPORT_TIMEOUT', 'OTEL_LOG_LEVEL'];
 
 describe('the settings table', () => {
   it('has every variable the source names, but the session ones and those it says it does not read', () => {
@@ -53,12 +60,28 @@ describe('the settings table', () => {
     expect(comments.filter((comment) => /\d/.test(comment))).toEqual([]);
   });
 
-  it('has no setting that nothing outside src/config reads', () => {
+  it('has no setting that nothing outside src/config reads (the SDK reads those it marks readBySdk)', () => {
     const readers = [...namedIn].filter(([file]) => !file.includes('/src/config/'));
     const unread = SETTING_NAMES.filter(
-      (name) => !['PORT', 'HOST'].includes(name) && !readers.some(([file, names]) => names.has(name) || readFileSync(file, 'utf8').includes(`'${name}'`)),
+      (name) =>
+        !['PORT', 'HOST'].includes(name) &&
+        (SETTINGS[name] as Setting).readBySdk !== true &&
+        !readers.some(([file, names]) => names.has(name) || readFileSync(file, 'utf8').includes(`'${name}'`)),
     );
     expect(unread).toEqual([]);
+  });
+
+  it('marks readBySdk only variables the installed OpenTelemetry SDK or its exporters read', () => {
+    const sdkSource = sourceFilesOf(join(ROOT, 'node_modules/@opentelemetry'))
+      .filter((file) => file.includes('/build/src/'))
+      .map((file) => readFileSync(file, 'utf8'))
+      .join('\n');
+    // Per-signal variables are read through a template: OTEL_EXPORTER_OTLP_${signalIdentifier}_HEADERS.
+    const readBySdk = (name: string) =>
+      sdkSource.includes(`'${name}'`) || sdkSource.includes(`\`${name.replace(/^OTEL_EXPORTER_OTLP_(TRACES|METRICS|LOGS)_/, 'OTEL_EXPORTER_OTLP_${signalIdentifier}_')}\``);
+    const marked = SETTING_NAMES.filter((name) => (SETTINGS[name] as Setting).readBySdk === true);
+    expect(marked.length).toBeGreaterThan(30);
+    expect(marked.filter((name) => !readBySdk(name))).toEqual([]);
   });
 
   it.each(SETTING_NAMES)('%s has a default within its range or choices, and a one-line description', (name) => {
@@ -75,10 +98,14 @@ describe('the settings table', () => {
     expect(SETTING_NAMES.filter((name) => (SETTINGS[name] as Setting).personal === true)).toEqual(['THREADLINE_ADMINS']);
   });
 
-  it('marks the tokens, secrets, the HMAC key, the model API key and the Redis URL as secret, and nothing else', () => {
+  it('marks the tokens, secrets, the HMAC key, the model API key, the Redis URL and the OTLP headers as secret, and nothing else', () => {
     const secrets = SETTING_NAMES.filter((name) => (SETTINGS[name] as Setting).secret === true);
     expect(secrets.sort()).toEqual(
       [
+        'OTEL_EXPORTER_OTLP_HEADERS',
+        'OTEL_EXPORTER_OTLP_LOGS_HEADERS',
+        'OTEL_EXPORTER_OTLP_METRICS_HEADERS',
+        'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
         'THREADLINE_DISCORD_BOT_TOKEN',
         'THREADLINE_LLM_API_KEY',
         'THREADLINE_MATTERMOST_TOKEN',
@@ -224,6 +251,7 @@ describe('several instances on Redis', () => {
       instanceId: expect.stringMatching(/^[A-Za-z0-9._-]+-[0-9a-f]{8}$/),
       leaseMs: 30_000,
       checkEveryMs: 10_000,
+      fsync: 'server',
     });
     const tuned = {
       THREADLINE_REDIS_URL: ` ${url} `,
@@ -231,8 +259,9 @@ describe('several instances on Redis', () => {
       THREADLINE_PARTITIONS: '64',
       THREADLINE_INSTANCE_ID: 'gw-2',
       THREADLINE_INSTANCE_LEASE_MS: '5000',
+      THREADLINE_REDIS_FSYNC: 'always',
     };
-    expect(readGatewayConfig(tuned).redis).toMatchObject({ url, prefix: 'staging.bot-2', partitions: 64, instanceId: 'gw-2', leaseMs: 5_000 });
+    expect(readGatewayConfig(tuned).redis).toMatchObject({ url, prefix: 'staging.bot-2', partitions: 64, instanceId: 'gw-2', leaseMs: 5_000, fsync: 'always' });
   });
 
   it('names an instance by default after its host and data dir: the same across restarts, another for another data dir', () => {

@@ -7,7 +7,7 @@ import { until } from './gateway.js';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** What the banner says once the gateway listens; its first group is the base URL. */
-const BANNER = /threadline listening on (\S+)/;
+const BANNER = /threadline ready · listening on (\S+)/;
 
 /**
  * Spawns the gateway as `npm start` runs it (register, then cli/main, from the dist/ that

@@ -1,7 +1,7 @@
 import type { Attributes } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/agent/agent.js';
-import type { TestGateway } from '../../src/testing/index.js';
+import type { CollectedMetrics, TestGateway } from '../../src/testing/index.js';
 import { until, useTestGateways } from '../helpers/gateway.js';
 import { useRawConnections } from '../helpers/raw-http.js';
 
@@ -18,6 +18,13 @@ async function counting(g: TestGateway): Promise<(name: string, attributes?: Att
 }
 
 const WEBHOOK = { 'messaging.system': 'webhook' };
+
+/** The sum of threadline.delivery.latency over the points with `attributes`. */
+function latencySum(collected: CollectedMetrics, attributes: Attributes): number {
+  return collected.points
+    .filter((point) => point.name === 'threadline.delivery.latency' && Object.entries(attributes).every(([key, value]) => point.attributes[key] === value))
+    .reduce((total, point) => total + (point.sum ?? 0), 0);
+}
 
 describe('gateway metrics', () => {
   it('counts accepted messages, turns by result with their duration, and sent deliveries, by platform', async () => {
@@ -117,6 +124,61 @@ describe('gateway metrics', () => {
     expect(now.value('threadline.outbox.pending')).toBe(0);
     expect(now.value('threadline.outbox.oldest_pending.age')).toBe(0);
     expect(now.value('threadline.intake.queued')).toBe(0);
+  });
+
+  it('lists every counter from the start, at 0, for each enabled platform', async () => {
+    const g = await start({ telegram: true });
+    const now = await g.metrics();
+    const has = (name: string, attributes: Record<string, string>) =>
+      now.points.some((point) => point.name === name && Object.entries(attributes).every(([key, value]) => point.attributes[key] === value));
+    for (const platform of ['webhook', 'telegram']) {
+      const on = { 'messaging.system': platform };
+      expect(has('threadline.messages.accepted', on), platform).toBe(true);
+      expect(has('threadline.messages.refused', { ...on, 'error.type': 'TL_INTAKE_FULL' }), platform).toBe(true);
+      expect(has('threadline.routing.mismatches', on), platform).toBe(true);
+      expect(has('threadline.delivery.retries', { ...on, 'threadline.delivery.kind': 'notification' }), platform).toBe(true);
+      expect(has('threadline.deliveries', { ...on, 'threadline.delivery.kind': 'cron', 'threadline.delivery.result': 'dead_letter' }), platform).toBe(true);
+    }
+    for (const name of ['threadline.redis.unsuitable', 'threadline.reject_spans.dropped', 'threadline.trace_file.spans_dropped']) {
+      expect(now.points.some((point) => point.name === name), name).toBe(true);
+    }
+  });
+
+  it("records each reply's latency from its message's acceptance, by platform and kind", async () => {
+    const slow: Agent = {
+      handle: async (turn) => {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await turn.reply('after a while');
+      },
+    };
+    const g = await start({ agent: slow });
+    const reply = { ...WEBHOOK, 'threadline.delivery.kind': 'reply' };
+    const sumBefore = latencySum(await g.metrics(), reply);
+    const added = await counting(g);
+    const before = Date.now();
+    await g.send({ chat_id: 'a', text: 'x' });
+    await until(async () => (await added('threadline.delivery.latency', reply)) === 1);
+    const latency = latencySum(await g.metrics(), reply) - sumBefore;
+    // The turn's 300 ms count: the latency runs from the accept, not from the reply's creation.
+    expect(latency).toBeGreaterThanOrEqual(0.3);
+    expect(latency).toBeLessThanOrEqual((Date.now() - before) / 1000 + 0.01);
+  });
+
+  it('records http.server.request.duration by method, status, route template and scheme, once a request', async () => {
+    const g = await start();
+    const added = await counting(g);
+    expect((await g.send({ chat_id: 'a', text: 'x' })).status).toBe(202);
+    expect((await fetch(`${g.url}/no/such/route`)).status).toBe(404);
+    expect((await fetch(`${g.url}/v1/health`, { method: 'HEAD' })).status).toBe(200);
+    const duration = 'http.server.request.duration';
+    await until(async () => (await added(duration)) === 3);
+    expect(await added(duration, { 'http.request.method': 'POST', 'http.route': '/v1/messages', 'http.response.status_code': 202, 'url.scheme': 'http' })).toBe(1);
+    expect(await added(duration, { 'http.request.method': 'HEAD', 'http.route': '/v1/health', 'http.response.status_code': 200 })).toBe(1);
+    const unrouted = (await g.metrics()).points.filter((point) => point.name === duration && point.attributes['http.response.status_code'] === 404);
+    expect(unrouted.map((point) => [point.attributes['http.route'], point.attributes['http.request.method']])).toEqual([[undefined, 'GET']]);
+    const posted = (await g.metrics()).points.find((point) => point.name === duration && point.attributes['http.request.method'] === 'POST')!;
+    expect(posted.sum).toBeGreaterThan(0);
+    expect(posted.sum).toBeLessThan(5);
   });
 
   it('gauges the intake queue: messages waiting for their turn or running', async () => {

@@ -58,6 +58,37 @@ describe('startMetrics', () => {
     expect(await again.ready).toMatch(/^http:/);
   });
 
+  it('serves a histogram in seconds under _seconds, the Prometheus text content type, and no # UNIT line its name lacks', async () => {
+    const url = await start({ exporter: 'prometheus', prometheusPort: 0 }).ready;
+    metrics.getMeter('threadline').createHistogram('threadline.test.wait', { unit: 's' }).record(0.2, { 'messaging.system': 'webhook' });
+    countSomething(1);
+    const response = await fetch(url!);
+    expect(response.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
+    const text = await response.text();
+    expect(text).toMatch(/^threadline_test_wait_seconds_bucket\{[^}]*le="5"[^}]*\} 1$/m);
+    expect(text).toMatch(/^threadline_test_wait_seconds_sum\{[^}]*\} 0\.2$/m);
+    expect(text).toContain('# UNIT threadline_test_wait_seconds seconds');
+    for (const line of text.split('\n').filter((l) => l.startsWith('# UNIT '))) {
+      const [, , name, unit] = line.split(' ');
+      expect(name!.endsWith(`_${unit}`), line).toBe(true);
+    }
+  });
+
+  it('records the runtime (event loop, heap, GC) on its own meter provider while metrics are on', async () => {
+    const url = await start({ exporter: 'prometheus', prometheusPort: 0 }).ready;
+    // Garbage until a collection has run since the start: GC pauses are recorded as they happen.
+    let text = '';
+    await until(async () => {
+      Array.from({ length: 100_000 }, (_, i) => ({ i }));
+      text = await (await fetch(url!)).text();
+      return text.includes('v8js_gc_duration_seconds_count');
+    });
+    expect(text).toMatch(/^nodejs_eventloop_utilization_ratio\{[^}]*otel_scope_name="@opentelemetry\/instrumentation-runtime-node"/m);
+    expect(text).toMatch(/^v8js_memory_heap_used_bytes\{[^}]*v8js_heap_space_name="new_space"/m);
+    expect(text).toMatch(/^nodejs_eventloop_time_seconds_total\{[^}]*nodejs_eventloop_state="idle"/m);
+    expect(text).toMatch(/^v8js_gc_duration_seconds_bucket\{[^}]*v8js_gc_type="minor"/m);
+  });
+
   it('lets OTEL_RESOURCE_ATTRIBUTES override service.version, as traces do, but not OTEL_SERVICE_NAME', async () => {
     withEnv('OTEL_RESOURCE_ATTRIBUTES', 'service.version=1.2.3-env,service.name=from-env');
     const url = await start({ exporter: 'prometheus', prometheusPort: 0 }).ready;

@@ -12,7 +12,8 @@ import { useTempDir } from '../helpers/temp-dir.js';
 const run = promisify(execFile);
 const ROOT = new URL('../../', import.meta.url).pathname;
 const BIN = join(ROOT, 'node_modules', '.bin');
-const tempRoot = useTempDir('pack');
+// Two installed projects' node_modules to remove: minutes on a loaded machine.
+const tempRoot = useTempDir('pack', 300_000);
 
 /** The environment of the commands: without this vitest's own variables, which would make the inner vitest a worker of this one. */
 const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('VITEST') && key !== 'NODE_OPTIONS'));
@@ -50,17 +51,17 @@ let consumer: string;
 
 beforeAll(async () => {
   const temp = tempRoot();
-  // Packed from a copy of the sources, so the build neither reads nor replaces this tree's dist/.
+  // Packed from a copy holding the dist/ this run built (vitest's global setup runs `npm run
+  // build`, which prepack runs too after a clean): a second full compile would cost half a minute.
   const project = join(temp, 'project');
   mkdirSync(project);
-  for (const file of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'LICENSE', 'SECURITY.md']) copyFileSync(join(ROOT, file), join(project, file));
-  for (const dir of ['src', 'scripts', 'docs']) cpSync(join(ROOT, dir), join(project, dir), { recursive: true });
+  for (const file of ['package.json', 'README.md', 'LICENSE', 'SECURITY.md']) copyFileSync(join(ROOT, file), join(project, file));
+  for (const dir of ['dist', 'docs']) cpSync(join(ROOT, dir), join(project, dir), { recursive: true });
   mkdirSync(join(project, 'bench'));
   copyFileSync(join(ROOT, 'bench', 'README.md'), join(project, 'bench', 'README.md'));
-  symlinkSync(join(ROOT, 'node_modules'), join(project, 'node_modules'), 'dir');
   const packDir = join(temp, 'packed');
   mkdirSync(packDir);
-  const packed = await inDir(project, 'npm', ['pack', '--json', '--pack-destination', packDir]);
+  const packed = await inDir(project, 'npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', packDir]);
   const [manifest] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf('['))) as [{ filename: string; files: PackedFile[] }];
   packedFiles = manifest.files.map((file) => file.path);
   const listing = await inDir(packDir, 'tar', ['-tvzf', manifest.filename]);
@@ -108,6 +109,12 @@ async function install(dir: string, packages: readonly string[]): Promise<void> 
 }
 
 describe('npm pack', () => {
+  it('builds afresh before it packs: prepack cleans dist/ and runs the build this test packed', () => {
+    const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    expect(scripts['prepack']).toBe('npm run clean && npm run build');
+    expect(scripts['build']).toBe('node scripts/build.mjs');
+  });
+
   it('ships dist/ with its types, and neither sources, tests nor source maps', () => {
     for (const file of ['dist/index.js', 'dist/index.d.ts', 'dist/testing/index.js', 'dist/testing/index.d.ts', 'dist/testing/test-mcp-stdio-server.js', 'dist/cli/threadline.js']) {
       expect(packedFiles).toContain(file);

@@ -77,8 +77,8 @@ async function npmStart(): Promise<NpmStart> {
     for (const pid of [gatewayPid, npm.pid]) if (pid !== undefined && running(pid)) process.kill(pid, 'SIGKILL');
     rmSync(dataDir, { recursive: true, force: true });
   });
-  await until(() => /threadline listening on/.test(output()) || npm.exitCode !== null || npm.signalCode !== null, 30_000);
-  const url = /threadline listening on (http:\/\/\S+)/.exec(output())?.[1];
+  await until(() => /threadline ready · listening on/.test(output()) || npm.exitCode !== null || npm.signalCode !== null, 30_000);
+  const url = /threadline ready · listening on (http:\/\/\S+)/.exec(output())?.[1];
   if (url === undefined) throw new Error(`npm start did not start the gateway:\n${output()}`);
   gatewayPid = Number(readFileSync(join(dataDir, PID_FILE), 'utf8'));
   expect(gatewayPid).not.toBe(npm.pid);

@@ -23,5 +23,5 @@ it('stops cleanly on a SIGINT that arrives as the banner is written', async () =
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const { output } = collectOutput(child);
   expect(await exit, output()).toEqual({ code: 0, signal: null });
-  expect(output()).toMatch(/threadline listening on/);
+  expect(output()).toMatch(/threadline ready · listening on/);
 });

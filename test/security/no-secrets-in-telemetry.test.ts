@@ -199,7 +199,7 @@ describe.each<Exporter>(['file', 'http/json', 'http/protobuf'])('no secret in an
   });
 
   it('banner shows delivery and OTLP URLs as origin and path', () => {
-    const banner = run.output.split('\n').find((line) => line.startsWith('threadline listening on'))!;
+    const banner = run.output.split('\n').find((line) => line.startsWith('threadline ready · listening on'))!;
     expect(banner).toMatch(/→ http:\/\/127\.0\.0\.1:\d+\/deliveries( |$)/);
     if (exporter !== 'file') expect(banner).toMatch(/otlp \S+ http:\/\/127\.0\.0\.1:\d+\/v1\/traces · metrics off$/);
   });

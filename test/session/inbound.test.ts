@@ -74,7 +74,7 @@ describe('inboundContext: traceparent policies', () => {
     expect(links).toEqual([]);
   });
 
-  it('keeps tracestate with a trusted parent, and drops an oversized one', () => {
+  it('keeps tracestate with a trusted parent, and cuts an oversized one down to nothing when its only member is too long', () => {
     const trusted = inboundContext({ traceparent: TRACEPARENT, tracestate: 'vendor=abc' }, { traceparent: 'trust' });
     expect(trace.getSpanContext(trusted.context)?.traceState?.get('vendor')).toBe('abc');
     const oversized = inboundContext({ traceparent: TRACEPARENT, tracestate: `vendor=${'a'.repeat(600)}` }, { traceparent: 'trust' });
@@ -93,7 +93,8 @@ describe('inboundContext: traceparent policies', () => {
     ['non-hex', `00-${'z'.repeat(32)}-${SPAN_ID}-01`],
     ['an all-zero trace id', `00-${'0'.repeat(32)}-${SPAN_ID}-01`],
     ['version ff', `ff-${TRACE_ID}-${SPAN_ID}-01`],
-    ['oversized', `cc-${TRACE_ID}-${SPAN_ID}-01-${'a'.repeat(200)}`],
+    ['version 00 with more fields, oversized', `00-${TRACE_ID}-${SPAN_ID}-01-${'a'.repeat(200)}`],
+    ['a future version with no "-" after its flags, oversized', `cc-${TRACE_ID}-${SPAN_ID}-01.${'a'.repeat(200)}`],
     ['a number', 42],
     ['an object', { traceId: TRACE_ID }],
     ['null', null],
@@ -189,6 +190,15 @@ describe('inboundContext: baggage', () => {
     expect(Buffer.byteLength(header)).toBeLessThanOrEqual(MAX_BAGGAGE_BYTES);
     const result = inboundContext({ baggage: header }, { keepBaggage: true });
     expect(Object.keys(baggageRecord(result.context))).toHaveLength(8);
+    expect(result.droppedBaggage).toBe(0);
+  });
+
+  it(`judges the ${MAX_BAGGAGE_BYTES}-byte limit without optional whitespace around members, '=' and ';'`, () => {
+    const padding = ' \t'.repeat(50);
+    const header = members(4, (i) => `k${i}${padding}=${padding}${'x'.repeat(2000)}${padding};${padding}p`).replaceAll(',', `${padding},${padding}`);
+    expect(Buffer.byteLength(header)).toBeGreaterThan(MAX_BAGGAGE_BYTES);
+    const result = inboundContext({ baggage: header }, { keepBaggage: true });
+    expect(Object.keys(baggageRecord(result.context))).toEqual(['k0', 'k1', 'k2', 'k3']);
     expect(result.droppedBaggage).toBe(0);
   });
 

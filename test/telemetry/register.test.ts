@@ -7,6 +7,7 @@ import { createSession, names } from '../../src/session/index.js';
 import { VERSION } from '../../src/version.js';
 import { DOCUMENTED_DEFAULT_KEYS as DEFAULT_KEYS } from '../helpers/baggage.js';
 import { startLoopbackServer, type LoopbackServer, type ReceivedRequest } from '../helpers/loopback-server.js';
+import { startLocalServer, type LocalRequest } from '../../src/testing/local-server.js';
 import { otlpAttribute, readOtlpLines, readOtlpSpans, type OtlpSpan } from '../helpers/otlp-file.js';
 import { OtlpGrpcReceiver } from '../helpers/otlp-grpc-receiver.js';
 import { parseBaggageHeader } from '../helpers/propagation.js';
@@ -58,13 +59,24 @@ describe('node --import threadline/telemetry/register', () => {
   let run: Run;
   let spans: OtlpSpan[];
   let fixtureRequests: ReceivedRequest[];
+  const metricExports: LocalRequest[] = [];
   beforeAll(async () => {
     const before = server.received.length;
-    // Were the SDK to push metrics or logs, they would arrive here instead of at localhost:4318.
-    run = await runFixture(server, {
-      OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: `${server.url}v1/metrics`,
-      OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: `${server.url}v1/logs`,
+    // threadline's own metrics (the runtime's) go to the metrics endpoint; it answers an empty ExportMetricsServiceResponse.
+    const collector = await startLocalServer((request) => {
+      metricExports.push(request);
+      return { status: 200, headers: { 'content-type': 'application/x-protobuf' }, body: '' };
     });
+    // Were the SDK to push logs, they would arrive here instead of at localhost:4318; were it to
+    // register a meter provider of its own, threadline's startMetrics would refuse to start.
+    try {
+      run = await runFixture(server, {
+        OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: `${collector.origin}/v1/metrics`,
+        OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: `${server.url}v1/logs`,
+      });
+    } finally {
+      await collector.close();
+    }
     spans = run.code === 0 ? readOtlpSpans(join(run.dataDir, 'traces.jsonl')) : [];
     fixtureRequests = server.received.slice(before);
   });
@@ -99,6 +111,12 @@ describe('node --import threadline/telemetry/register', () => {
 
   it("makes only the application's request: no OTLP metrics or logs without a collector", () => {
     expect(fixtureRequests.map((request) => `${request.method} ${request.path}`)).toEqual(['GET /']);
+  });
+
+  it("exports threadline's runtime metrics to the metrics endpoint, and no instrumentation's (their meters stay no-ops)", () => {
+    expect(metricExports.length).toBeGreaterThan(0);
+    expect(metricExports.some((request) => request.raw.includes('v8js.memory.heap.used'))).toBe(true);
+    expect(metricExports.some((request) => request.raw.includes('http.client.request.duration'))).toBe(false);
   });
 
   it('stamps every span with the routing of its session', () => {

@@ -146,3 +146,72 @@ describe('SessionBaggagePropagator.extract', () => {
     );
   });
 });
+
+// The W3C baggage test vectors (w3c/baggage test/test_baggage.py), as tables.
+describe('SessionBaggagePropagator: the W3C baggage test vectors', () => {
+  const keepAll = new SessionBaggagePropagator(DEFAULT_OUTBOUND_POLICY, true);
+  const parse = (header: string | string[]): Record<string, string> =>
+    baggageRecord(keepAll.extract(ROOT_CONTEXT, { baggage: header }, defaultTextMapGetter));
+  /** The header sent for foreign `entries` alone (no session): what an unknown host gets. */
+  const sent = (entries: Record<string, string>): string => {
+    let baggage = propagation.createBaggage();
+    for (const [key, value] of Object.entries(entries)) baggage = baggage.setEntry(key, { value });
+    const carrier: Record<string, string> = {};
+    new SessionBaggagePropagator().inject(propagation.setBaggage(ROOT_CONTEXT, baggage), carrier, defaultTextMapSetter);
+    return carrier['baggage'] ?? '';
+  };
+
+  it.each([
+    ['test_parse_simple', 'SomeKey=SomeValue', { SomeKey: 'SomeValue' }],
+    ['test_parse_multiple', 'SomeKey=SomeValue;SomeProp,SomeKey2=SomeValue2;ValueProp=PropVal', { SomeKey: 'SomeValue', SomeKey2: 'SomeValue2' }],
+    [
+      'test_parse_multiple_ows',
+      'SomeKey \t = \t SomeValue \t ; \t SomeProp \t , \t SomeKey2 \t = \t SomeValue2 \t ; \t ValueProp \t = \t PropVal',
+      { SomeKey: 'SomeValue', SomeKey2: 'SomeValue2' },
+    ],
+    [
+      'test_parse_multiple_kv_property_ows',
+      'SomeKey \t = \t SomeValue \t ; \t SomePropKey=SomePropValue \t , \t SomeKey2 \t = \t SomeValue2 \t ; \t SomePropKey2 \t = \t SomePropValue2',
+      { SomeKey: 'SomeValue', SomeKey2: 'SomeValue2' },
+    ],
+    ['test_parse_simple_ows', 'SomeKey \t = \t SomeValue \t ', { SomeKey: 'SomeValue' }],
+    ['test_parse_percent_encoded', 'SomeKey=%09%20%22%27%3B%3Dasdf%21%40%23%24%25%5E%26%2A%28%29', { SomeKey: '\t "\';=asdf!@#$%^&*()' }],
+    ['test_parse_percent_encoded_ows', 'SomeKey \t = \t %09%20%22%27%3B%3Dasdf%21%40%23%24%25%5E%26%2A%28%29 \t ', { SomeKey: '\t "\';=asdf!@#$%^&*()' }],
+  ])('%s', (_name, header, expected) => {
+    expect(parse(header)).toEqual(expected);
+  });
+
+  it('judges the 8192-byte limit without optional whitespace', () => {
+    // Four members of 2,003 bytes: 8,015 bytes without OWS, about 8,800 with it.
+    const padding = ' \t'.repeat(50);
+    const members = Array.from({ length: 4 }, (_, i) => `k${i}${padding}=${padding}${'x'.repeat(2000)}`);
+    expect(Buffer.byteLength(members.join(','))).toBeGreaterThan(MAX_BAGGAGE_BYTES);
+    expect(Object.keys(parse(members.join(',')))).toEqual(['k0', 'k1', 'k2', 'k3']);
+    expect(Object.keys(parse(members.join(`${padding},${padding}`)))).toEqual(['k0', 'k1', 'k2', 'k3']);
+    // Without OWS, over the limit: the member that would cross it is left out.
+    expect(Object.keys(parse(Array.from({ length: 5 }, (_, i) => `k${i}=${'x'.repeat(2000)}`).join(',')))).toHaveLength(4);
+  });
+
+  it('test_serialize_at_least_64: 64 members go out', () => {
+    const entries = Object.fromEntries(Array.from({ length: 64 }, (_, i) => [`key${i}`, 'value']));
+    expect(sent(entries).split(',')).toHaveLength(64);
+  });
+
+  it('test_serialize_long_entry: a member of 8192 bytes goes out whole', () => {
+    expect(sent({ a: '0123456789'.repeat(819) })).toHaveLength(8192);
+  });
+
+  it.each([
+    ['a+b', 'a+b=1'],
+    ['k#1', 'k#1=1'],
+    ['x|y', 'x|y=1'],
+    ["$!%&'*^_`~", "$!%&'*^_`~=1"],
+  ])('sends the key %s as it is: keys are tokens, only values are percent-encoded', (key, member) => {
+    expect(sent({ [key]: '1' })).toBe(member);
+    expect(sent({ [key]: 'a b' })).toBe(`${member.slice(0, -1)}a%20b`);
+  });
+
+  it.each(['bad key', 'ключ', 'a,b', 'a=b', 'a;b', '"q"'])('leaves out the key %j, which is no token and no header can carry', (key) => {
+    expect(sent({ [key]: '1', ok: '2' })).toBe('ok=2');
+  });
+});

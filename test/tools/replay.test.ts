@@ -41,6 +41,37 @@ describe('a turn run again after it was cut short', () => {
     await g.runTool('kill_process', { id: processes[0]!.id }, { platform: 'webhook', chatType: 'dm', chatId: 'ops' });
   });
 
+  it('sets a reminder that ran before the replay once: the replay neither stores nor sends it again', async () => {
+    let runs = 0;
+    const g = await start({
+      clock: 'manual',
+      webhookToken: true,
+      env: { THREADLINE_SHUTDOWN_TIMEOUT_MS: '200' },
+      agent: (toolbox): Agent => {
+        const commands = new CommandAgent(toolbox.tools);
+        return {
+          async handle(turn) {
+            await commands.handle(turn);
+            // The first run is still going when the gateway stops: the message stays to run again.
+            if (++runs === 1) await new Promise((resolve) => turn.signal.addEventListener('abort', resolve, { once: true }));
+          },
+        };
+      },
+    });
+    await g.send({ chat_id: 'team', text: '/remind 5m stand up' });
+    const [ack] = await g.receiver.waitFor(1);
+    expect(ack!.body.text).toMatch(/^Reminder c[0-9a-z]{5} set/);
+    // The reminder runs while its turn is still open, and is gone from the store once it has.
+    await g.advanceTime(5 * 60_000);
+    const [, reminder] = await g.receiver.waitFor(2);
+    expect(reminder!.body.text).toContain('stand up');
+    expect(await g.running.store.schedules.all()).toEqual([]);
+    await g.restart();
+    // runs counts after the command: at 2 the replay's /remind has answered.
+    await expect.poll(() => runs).toBe(2);
+    expect(await g.running.store.schedules.all()).toEqual([]);
+  });
+
   it('runs a foreground command once, and answers the replay with the result its first run recorded', async () => {
     const results: string[] = [];
     const g = await start({

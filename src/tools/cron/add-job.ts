@@ -5,7 +5,7 @@ import { captureRouting, requireSession } from '../../session/index.js';
 import type { ScheduleRecord, ScheduleTable } from '../../store/store.js';
 import type { Session } from '../../session/index.js';
 import type { CronConfig } from '../tools-config.js';
-import { shortIdOf } from '../call-key.js';
+import { shortIdOf, turnCallResults } from '../call-key.js';
 import type { CronToolContext } from './cron-tool-context.js';
 import { newScheduleId } from './schedule-id.js';
 
@@ -29,16 +29,26 @@ export interface JobSpec {
   readonly by: 'admin' | 'user';
 }
 
+/** What a caller of addJob tells its user: the job's id, its first run and its target. */
+export type AddedJob = Pick<ScheduleRecord, 'id' | 'nextAt' | 'target' | 'cron' | 'timezone'>;
+
 /**
  * Stores a job whose origin is the active context (storeJob) once its target passes the
  * TargetResolver's check for later deliveries, then has the runner arrange its
  * runs. When the runner cannot, a job this call stored is taken out of the store again and the
  * call fails: a stored job that never runs would still be listed and counted against the caps.
  */
-export async function addJob(context: CronToolContext, spec: JobSpec, callKey?: string): Promise<ScheduleRecord> {
+export async function addJob(context: CronToolContext, spec: JobSpec, callKey?: string): Promise<AddedJob> {
+  // A replayed turn whose first run added this job says so even once the job has run and is gone:
+  // adding it again would deliver it twice, under a new due time no outbox key could match.
+  const turn = callKey === undefined ? undefined : turnCallResults();
+  const marker = `${callKey}#job`;
+  const added = await turn?.results.get(turn.messageId, marker);
+  if (added !== undefined) return JSON.parse(added) as AddedJob;
   const { record, created } = await storeJob(context, spec, callKey);
   try {
     await context.scheduler.added(record);
+    await turn?.results.record(turn.messageId, marker, JSON.stringify({ id: record.id, nextAt: record.nextAt, target: record.target, cron: record.cron, timezone: record.timezone } satisfies AddedJob));
   } catch (error) {
     // A replayed call's job was stored, and confirmed, by the call it replays: it stays, for the next reconcile.
     if (created) {

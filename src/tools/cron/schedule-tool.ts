@@ -1,10 +1,9 @@
 import { Type } from 'typebox';
 import { ThreadlineError } from '../../errors.js';
 import { parseTarget, type Target } from '../../session/target.js';
-import type { ScheduleRecord } from '../../store/store.js';
 import type { Tool } from '../tool.js';
 import { defineTool } from '../define-tool.js';
-import { addJob } from './add-job.js';
+import { addJob, type AddedJob } from './add-job.js';
 import { DEFAULT_TIMEZONE, checkTimezone, parseCron } from './cron-expression.js';
 import type { CronToolContext } from './cron-tool-context.js';
 import { MAX_JOB_TEXT_CHARS, checkJobText } from './job-text.js';
@@ -47,7 +46,7 @@ export function scheduleTool(context: CronToolContext): Tool {
       const target = parseTarget((args['target'] as string | undefined) ?? 'origin');
       const now = services.clock.now();
       const timezone = args['timezone'] as string | undefined;
-      let job: ScheduleRecord;
+      let job: AddedJob;
       if (cron === undefined) {
         // A time zone only means something to a cron expression: with a delay it is a mistake worth saying.
         if (timezone !== undefined) throw new ThreadlineError('TL_TOOL_INPUT', 'timezone goes with cron; a delay counts from now in any zone');
@@ -70,7 +69,7 @@ async function addCronJob(
   target: Target,
   now: number,
   callKey: string | undefined,
-): Promise<ScheduleRecord> {
+): Promise<AddedJob> {
   const timezone = zone === undefined ? undefined : checkTimezone(zone);
   const nextAt = parseCron(cron, timezone).nextAfter(now);
   if (nextAt === undefined) throw new ThreadlineError('TL_TOOL_INPUT', `"${cron.slice(0, 80)}" never runs again; check its date fields`);
