@@ -678,7 +678,7 @@ export const SETTINGS = {
     choices: ['parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio', 'always_on', 'always_off', 'traceidratio'],
     default: 'parentbased_always_on',
     readBySdk: true,
-    description: 'the head sampler: which traces are recorded; `parentbased_*` follows the sampled flag of a trusted inbound parent',
+    description: "the head sampler: which traces are recorded; a caller's sampled flag never decides, and misroutes and failed deliveries are exported whatever it decides (docs/telemetry.md)",
   },
   OTEL_TRACES_SAMPLER_ARG: {
     kind: 'text',
@@ -687,7 +687,7 @@ export const SETTINGS = {
     readBySdk: true,
     defaultText: '`1`',
     format: 'a number from 0 to 1',
-    description: 'the share of traces the `traceidratio` samplers keep, e.g. `0.01`; a value the SDK cannot use is logged and `1` taken',
+    description: 'the share of traces the `traceidratio` samplers keep, e.g. `0.01`; a value outside 0 to 1 stops start-up',
   },
   OTEL_EXPORTER_OTLP_HEADERS: {
     kind: 'text',

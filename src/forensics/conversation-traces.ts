@@ -1,5 +1,6 @@
 import type { RoutingView, SpanRef } from './findings.js';
 import { spanRef } from './find-misroutes.js';
+import { withForensicCopies } from './forensic-spans.js';
 import { routingAt } from './span-routing.js';
 import { SpanTree } from './span-tree.js';
 import { textAttribute, type SpanLink, type StoredSpan, type StoredTrace } from './trace-model.js';
@@ -32,9 +33,9 @@ export interface TraceSummary {
   readonly links: readonly SpanLink[];
 }
 
-/** Summaries of traces, newest first. */
+/** Summaries of traces, newest first; a forensic copy (its trace not sampled) reads as the span it copies. */
 export function summarizeTraces(traces: readonly StoredTrace[]): TraceSummary[] {
-  return traces
+  return withForensicCopies(traces)
     .filter((trace) => trace.spans.length > 0)
     .map(summarize)
     .sort((a, b) => b.root.at - a.root.at);

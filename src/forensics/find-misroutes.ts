@@ -1,5 +1,6 @@
 import { isWorkRoot, spanIdOrUndefined, traceIdOrUndefined, wasRefusedMisroute, wasSent } from './delivery-spans.js';
 import type { Misroute, RoutingView, SpanRef, WorkRef } from './findings.js';
+import { sampledOut, withForensicCopies } from './forensic-spans.js';
 import { isConversation, routingAt, sameRouting } from './span-routing.js';
 import { SpanTree } from './span-tree.js';
 import { textAttribute, type StoredSpan, type StoredTrace } from './trace-model.js';
@@ -14,6 +15,8 @@ export interface MisrouteFilter {
 
 const DELIVER = 'gateway.deliver';
 const MISMATCH_EVENT = 'routing.mismatch';
+/** The work of a delivery kept by a forensic copy: its trace, not sampled, holds nothing else. */
+const NOT_SAMPLED = '(trace not sampled)';
 
 /**
  * The deliveries among `traces` that went, or were about to go, to another conversation than
@@ -21,9 +24,11 @@ const MISMATCH_EVENT = 'routing.mismatch';
  * event), or an `origin` delivery whose destination differs from the routing its work began
  * with. For each, the first span where the routing changed and the work it came from (fetched
  * from `source` when the origin lies in another trace). One finding per delivery id: a replayed
- * turn's span is the same delivery, and its outcome is what any of its spans achieved.
+ * turn's span is the same delivery, and its outcome is what any of its spans achieved. A
+ * forensic copy (its trace not sampled) is read as the gateway.deliver span it copies.
  */
-export async function findMisroutes(traces: readonly StoredTrace[], source: Pick<TraceSource, 'get'>, filter: MisrouteFilter = {}): Promise<Misroute[]> {
+export async function findMisroutes(read: readonly StoredTrace[], source: Pick<TraceSource, 'get'>, filter: MisrouteFilter = {}): Promise<Misroute[]> {
+  const traces = withForensicCopies(read);
   const attempts = deliverSpansById(traces);
   const found = new Map<string, Misroute>();
   const origins = new OriginTraces(source, traces);
@@ -65,6 +70,7 @@ async function misrouteOf(span: StoredSpan, tree: SpanTree, origins: OriginTrace
   });
   const deliveryId = textAttribute(span, 'delivery.id') ?? '';
   const work = await workOf(span, chain, origins);
+  const unsampled = sampledOut(span);
   return {
     type: 'misroute',
     deliveryId,
@@ -76,6 +82,7 @@ async function misrouteOf(span: StoredSpan, tree: SpanTree, origins: OriginTrace
     divergedAt: spanRef(diverged ?? span),
     ...(work === undefined ? {} : { work }),
     detectedBy: event === undefined ? 'trace' : 'guard',
+    ...(unsampled === undefined ? {} : { sampledOut: unsampled }),
   };
 }
 
@@ -128,12 +135,16 @@ export function spanRef(span: StoredSpan): SpanRef {
 async function workOf(span: StoredSpan, chain: readonly StoredSpan[], origins: OriginTraces): Promise<WorkRef | undefined> {
   const traceId = traceIdOrUndefined(span.attributes['delivery.origin.trace_id']);
   const spanId = spanIdOrUndefined(span.attributes['delivery.origin.span_id']);
+  const unsampled = sampledOut(span);
   if (traceId !== undefined && spanId !== undefined && traceId !== span.traceId) {
     const found = await origins.find(traceId, spanId);
     if (found !== undefined) return workRef(workChain(found.tree.chain(found.span))[0]!);
-    // The origin trace is gone (retention, another window): name it, so the reader can look.
-    return { traceId, spanId, name: '(origin trace not found)', at: span.startMs, kind: 'other' };
+    // The origin trace is gone (not sampled, retention, another window): name it, so the reader can look.
+    const name = traceId === unsampled?.traceId ? NOT_SAMPLED : '(origin trace not found)';
+    return { traceId, spanId, name, at: span.startMs, kind: 'other' };
   }
+  // A forensic copy stands alone: its work lies in the trace that was not sampled.
+  if (unsampled !== undefined) return { ...unsampled, name: NOT_SAMPLED, at: span.startMs, kind: 'other' };
   return workRef(chain[0]!);
 }
 

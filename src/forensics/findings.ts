@@ -19,6 +19,12 @@ export interface SpanRef {
   readonly routing?: RoutingView;
 }
 
+/** The span of a trace the head sampler dropped that a forensic copy stands for (its trace id is what the logs carry). */
+export interface SampledOut {
+  readonly traceId: string;
+  readonly spanId: string;
+}
+
 /** What produced a delivery, from the root span of the work. */
 export type WorkKind = 'turn' | 'watcher' | 'cron run' | 'outbox retry' | 'other';
 
@@ -43,6 +49,8 @@ export interface Misroute {
   readonly work?: WorkRef;
   /** `guard`: the gateway's routing.mismatch event; `trace`: the destination differs from its trace's root. */
   readonly detectedBy: 'guard' | 'trace';
+  /** Read from a forensic copy: the delivery's own trace was not sampled. */
+  readonly sampledOut?: SampledOut;
 }
 
 /** Work that was due and not delivered: from the traces, or from the gateway's store. */
@@ -65,6 +73,8 @@ export interface LostWork {
   readonly lastError?: string;
   readonly attempts?: number;
   readonly source: 'traces' | 'store';
+  /** Read from a forensic copy: the trace of its failure was not sampled. */
+  readonly sampledOut?: SampledOut;
 }
 
 export type Finding = Misroute | LostWork;

@@ -2,6 +2,7 @@ import type { DeliveryKind } from '../session/delivery.js';
 import { lostWhat, type LostWork } from './findings.js';
 import { isConversation, routingAt } from './span-routing.js';
 import { traceIdOrUndefined, wasAttempt, wasRefusedMisroute, wasSent } from './delivery-spans.js';
+import { isForensicCopy, sampledOut, withForensicCopies } from './forensic-spans.js';
 import { textAttribute, type StoredSpan, type StoredTrace } from './trace-model.js';
 
 export interface LostInTracesOptions {
@@ -20,9 +21,12 @@ const KINDS: ReadonlySet<string> = new Set(['reply', 'notification', 'cron', 'se
  * router's, the outbox's retries, the root of the background work that asked for it) failed,
  * was only queued, or never reached the outbox, and the first is older than lostAfterMs. A
  * refused misroute is a misroute, not lost. Judged from the traces given: a send whose span
- * fell outside them is not seen.
+ * fell outside them is not seen. Forensic copies (their traces not sampled) are read as the
+ * spans they copy; a delivery known from copies alone is judged only when one shows a failure,
+ * since its unremarkable spans (a first attempt that went through) were not kept.
  */
-export function findLostInTraces(traces: readonly StoredTrace[], options: LostInTracesOptions): LostWork[] {
+export function findLostInTraces(read: readonly StoredTrace[], options: LostInTracesOptions): LostWork[] {
+  const traces = withForensicCopies(read);
   const byDelivery = new Map<string, StoredSpan[]>();
   for (const trace of traces) {
     for (const span of trace.spans) {
@@ -42,6 +46,7 @@ export function findLostInTraces(traces: readonly StoredTrace[], options: LostIn
 }
 
 function lostDelivery(id: string, spans: StoredSpan[], options: LostInTracesOptions): LostWork | undefined {
+  if (spans.every(isForensicCopy) && !spans.some(hasFailure)) return undefined;
   const delivers = spans.filter((span) => span.name === 'gateway.deliver');
   if (delivers.some(wasSent) || delivers.some(wasRefusedMisroute)) return undefined;
   // Only seen again by a replayed turn: the outbox had it already, its fate lies outside these traces.
@@ -56,6 +61,7 @@ function lostDelivery(id: string, spans: StoredSpan[], options: LostInTracesOpti
     return undefined;
   }
   const kind = textAttribute(first, 'delivery.kind');
+  const unsampled = (last === undefined ? undefined : sampledOut(last)) ?? spans.map(sampledOut).find((ids) => ids !== undefined);
   const originTraceId = router === undefined ? first.traceId : (traceIdOrUndefined(router.attributes['delivery.origin.trace_id']) ?? router.traceId);
   return {
     type: 'lost',
@@ -70,5 +76,11 @@ function lostDelivery(id: string, spans: StoredSpan[], options: LostInTracesOpti
     ...(last?.statusMessage === undefined ? {} : { lastError: last.statusMessage }),
     ...(delivers.length === 0 ? {} : { attempts: delivers.filter(wasAttempt).length }),
     source: 'traces',
+    ...(unsampled === undefined ? {} : { sampledOut: unsampled }),
   };
+}
+
+/** An attempt or background work that failed: the exception event recordFailure adds. */
+function hasFailure(span: StoredSpan): boolean {
+  return span.events.some((event) => event.name === 'exception');
 }

@@ -7,6 +7,7 @@
  */
 import { open, type FileHandle } from 'node:fs/promises';
 import { messageOf, ThreadlineError } from '../errors.js';
+import { FORENSIC_SPAN } from '../telemetry/forensic-names.js';
 import { byteSize } from '../text/byte-size.js';
 import { boundedLines, type BoundedLine } from './bounded-lines.js';
 import { spansFromOtlpJson, TraceDocumentError } from './otlp-json.js';
@@ -156,7 +157,7 @@ function spanMatches(span: StoredSpan, query: TraceQuery): boolean {
       (query.threadId === undefined || span.attributes['chat.thread.id'] === query.threadId)
     );
   }
-  if (span.name !== 'gateway.deliver') return false;
+  if (span.name !== 'gateway.deliver' && span.name !== FORENSIC_SPAN) return false;
   if (query.chatId === undefined) return true;
   return (['', 'routing.destination.', 'routing.origin.'] as const).some(
     (prefix) =>

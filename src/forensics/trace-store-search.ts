@@ -4,6 +4,7 @@
  * may ignore a filter it does not support), then one list with the errored traces first.
  */
 import type { TraceQuery } from './trace-source.js';
+import { FORENSIC_SPAN } from '../telemetry/forensic-names.js';
 import type { StoredSpan, StoredTrace } from './trace-model.js';
 
 /** One search a store runs: a span with this name (when given), these string attributes, and an error status when `errorOnly`. */
@@ -25,7 +26,8 @@ const DELIVERY_CHAT_KEYS: readonly (readonly [chat: string, thread: string])[] =
 /**
  * The searches that together answer `query`. For deliveries each is asked twice, the second
  * time for errored spans only and listed first, so the limit cannot crowd errors out; with
- * a chat, once per attribute that can name it (stores have no OR across attributes).
+ * a chat, once per attribute that can name it (stores have no OR across attributes); and
+ * once more for the forensic copies of deliveries whose traces were not sampled.
  */
 export function spanFilters(query: TraceQuery): SpanFilter[] {
   const chatKeys = query.purpose === 'conversation' ? DELIVERY_CHAT_KEYS.slice(0, 1) : DELIVERY_CHAT_KEYS;
@@ -37,7 +39,9 @@ export function spanFilters(query: TraceQuery): SpanFilter[] {
           ...(query.threadId === undefined ? {} : { [threadKey]: query.threadId }),
         }));
   if (query.purpose === 'conversation') return attributeSets.map((attributes) => ({ attributes, errorOnly: false }));
-  return [true, false].flatMap((errorOnly) => attributeSets.map((attributes) => ({ operation: DELIVER_SPAN, attributes, errorOnly })));
+  return [true, false].flatMap((errorOnly) =>
+    [DELIVER_SPAN, FORENSIC_SPAN].flatMap((operation) => attributeSets.map((attributes) => ({ operation, attributes, errorOnly }))),
+  );
 }
 
 /** Whether `span` is one `filter` asks for, in the query's service (a span that names none passes) and window. */

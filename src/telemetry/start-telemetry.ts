@@ -15,6 +15,8 @@ import { createLogger } from './logger.js';
 import { RedactSpanProcessor } from './redact-span-processor.js';
 import { limitRejectSpans } from './reject-span-limit.js';
 import { SessionSpanProcessor } from './session-span-processor.js';
+import { ForensicSpanProcessor } from './forensic-span-processor.js';
+import { threadlineSampler } from './threadline-sampler.js';
 import { startLogs } from './start-logs.js';
 import { startMetrics, type Metrics } from './start-metrics.js';
 import { ThreadlineContextManager } from './threadline-context-manager.js';
@@ -81,7 +83,9 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
       }),
       new UndiciInstrumentation({ ignoreRequestHook: () => isTracingSuppressed(context.active()) }),
     ],
-    spanProcessors: [stamper, new RedactSpanProcessor(config.attributes), new BatchSpanProcessor(exporter, batchDefaults())],
+    // Misroutes and failed deliveries are exported whatever the head sampler decided for their trace.
+    sampler: threadlineSampler(),
+    spanProcessors: [stamper, new RedactSpanProcessor(config.attributes), new ForensicSpanProcessor(new BatchSpanProcessor(exporter, batchDefaults()))],
     // Traces only: metrics have their own provider (startMetrics). Left unset, NodeSDK adds
     // OTLP metric and log exporters aimed at localhost:4318 even when spans go to the file:
     // they retry on every flush and hold shutdown for seconds where no collector listens.

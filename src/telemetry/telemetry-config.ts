@@ -12,6 +12,7 @@ import {
 } from '../session/index.js';
 import { checkSdkSettingValues } from './check-sdk-settings.js';
 import { readLogsConfig, type LogsConfig } from './logs-config.js';
+import { configuredSampler } from './threadline-sampler.js';
 import { checkAttributeOptions, type PrivacyMode, type SessionAttributeOptions } from './session-attributes.js';
 
 export type TraceExporterKind = 'file' | 'otlp' | 'console' | 'none';
@@ -102,6 +103,7 @@ function checkSdkSettings(env: NodeJS.ProcessEnv): void {
   readInteger(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE');
   readInteger(env, 'OTEL_BSP_MAX_QUEUE_SIZE');
   checkSdkSettingValues(env);
+  configuredSampler(env);
 }
 
 /** As chat names on spans: a name would undo the pseudonyms of its chat. */

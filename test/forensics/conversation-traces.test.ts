@@ -40,3 +40,18 @@ describe('summarizeTraces', () => {
     expect(summarizeTraces([traceOf(a, b)])[0]!.root.name).toBe('b');
   });
 });
+
+describe('summarizeTraces and forensic copies', () => {
+  it('reads a forensic copy (its trace not sampled) as the span it copies, a delivery of its own trace', () => {
+    const copy = storedSpan({
+      name: 'threadline.forensic',
+      traceId: hexId(32),
+      status: 'error',
+      attributes: { ...deliverAttributes('m1/1', 'reply', 'origin', ['webhook', 'c1'], ['webhook', 'c1']), 'threadline.forensic.span_name': 'gateway.deliver' },
+      events: [{ name: 'exception', timeMs: 0, attributes: {} }],
+    });
+    const [summary] = summarizeTraces([traceOf(copy)]);
+    expect(summary!.root.name).toBe('gateway.deliver');
+    expect(summary!.deliveries).toMatchObject([{ id: 'm1/1', outcome: 'failed' }]);
+  });
+});

@@ -184,3 +184,49 @@ describe('findMisroutes', () => {
     expect(misroute!.origin.chatId).toBeUndefined();
   });
 });
+
+describe('findMisroutes and forensic copies (traces not sampled)', () => {
+  /** A gateway.deliver span as its forensic copy is exported: alone in a trace of its own, naming the dropped one. */
+  function copyOf(traceId: string, spanId: string, attributes: Record<string, string>, events = [] as ReturnType<typeof mismatchEvent>[]) {
+    return storedSpan({
+      name: 'threadline.forensic',
+      traceId: hexId(32),
+      status: 'error',
+      attributes: {
+        ...attributes,
+        'threadline.forensic.reason': 'misroute',
+        'threadline.forensic.span_name': 'gateway.deliver',
+        'threadline.forensic.trace_id': traceId,
+        'threadline.forensic.span_id': spanId,
+      },
+      events,
+    });
+  }
+
+  it('reads a copy flagged by the guard as its delivery, the work in the trace that was not sampled', async () => {
+    const dropped = hexId(32);
+    const droppedSpan = hexId(16);
+    const copy = copyOf(dropped, droppedSpan, { ...deliverAttributes('m1/leak', 'reply', 'origin', B, B), 'delivery.origin.trace_id': dropped, 'delivery.origin.span_id': hexId(16) } as Record<string, string>, [mismatchEvent(A, B)]);
+    const source = sourceWith();
+    const [misroute, ...more] = await findMisroutes([traceOf(copy)], source);
+    expect(more).toEqual([]);
+    expect(misroute).toMatchObject({
+      deliveryId: 'm1/leak',
+      origin: { chatId: 'chat-a' },
+      destination: { chatId: 'chat-b' },
+      detectedBy: 'guard',
+      delivery: { traceId: copy.traceId, name: 'gateway.deliver' },
+      work: { traceId: dropped, name: '(trace not sampled)' },
+      sampledOut: { traceId: dropped, spanId: droppedSpan },
+    });
+    expect(source.asked).toEqual([dropped]);
+  });
+
+  it('reads a copy sent elsewhere than its stamped conversation as a misroute found by its trace', async () => {
+    const dropped = hexId(32);
+    // Stamped with its origin, routed to B: the kind the ForensicSpanProcessor keeps without a guard event.
+    const copy = copyOf(dropped, hexId(16), { ...deliverAttributes('m2/1', 'reply', 'origin', A, B), ...stamped(...A) } as Record<string, string>);
+    const [misroute] = await findMisroutes([traceOf(copy)], sourceWith());
+    expect(misroute).toMatchObject({ deliveryId: 'm2/1', detectedBy: 'trace', origin: { chatId: 'chat-a' }, destination: { chatId: 'chat-b' }, work: { traceId: dropped } });
+  });
+});

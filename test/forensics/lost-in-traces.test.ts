@@ -84,3 +84,42 @@ describe('findLostInTraces', () => {
     expect(findLostInTraces(traces, { ...options, chatId: 'chat-z' })).toEqual([]);
   });
 });
+
+describe('findLostInTraces and forensic copies (traces not sampled)', () => {
+  /** A span as its forensic copy is exported: `threadline.forensic`, in a trace of its own, naming the one it copies. */
+  function copied(span: StoredSpan, reason: string): StoredSpan {
+    return {
+      ...span,
+      name: 'threadline.forensic',
+      traceId: hexId(32),
+      attributes: {
+        ...span.attributes,
+        'threadline.forensic.reason': reason,
+        'threadline.forensic.span_name': span.name,
+        'threadline.forensic.trace_id': span.traceId,
+        'threadline.forensic.span_id': span.spanId,
+      },
+    };
+  }
+
+  it('a failed delivery known from its copy alone is lost, naming the trace that was not sampled', () => {
+    const failed = routerSpan('f1', 'reply', 50 * MINUTE, 'receiver answered 400 (refused)');
+    const [lost, ...more] = findLostInTraces([traceOf(copied(failed, 'failed'))], options);
+    expect(more).toEqual([]);
+    expect(lost).toMatchObject({ id: 'f1', state: 'not sent', lastError: 'receiver answered 400 (refused)', sampledOut: { traceId: failed.traceId, spanId: failed.spanId } });
+  });
+
+  it('a misroute whose copy shows it only queued is not judged: its send, unremarkable, was not kept', () => {
+    const queued = storedSpan({
+      ...routerSpan('q1', 'reply', 50 * MINUTE, undefined, { 'delivery.queued': true }),
+      status: 'error',
+      events: [{ name: 'routing.mismatch', timeMs: 0, attributes: {} }],
+    });
+    expect(findLostInTraces([traceOf(copied(queued, 'misroute'))], options)).toEqual([]);
+  });
+
+  it('a failure followed by the copy of the retry that went through is not lost', () => {
+    const copies = [copied(routerSpan('t1', 'reply', 50 * MINUTE, 'timeout'), 'failed'), copied(retrySpan('t1', 'reply', 51 * MINUTE, 2), 'retry')];
+    expect(findLostInTraces(copies.map((span) => traceOf(span)), options)).toEqual([]);
+  });
+});

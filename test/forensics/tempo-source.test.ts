@@ -62,7 +62,9 @@ describe('TempoSource', () => {
     expect(traces.map((trace) => trace.traceId)).toEqual([written.misroute, written.later, written.turn]);
     expect(searchedSince(from)).toEqual([
       '{ resource.service.name = "threadline" && name = "gateway.deliver" && status = error }',
+      '{ resource.service.name = "threadline" && name = "threadline.forensic" && status = error }',
       '{ resource.service.name = "threadline" && name = "gateway.deliver" }',
+      '{ resource.service.name = "threadline" && name = "threadline.forensic" }',
     ]);
     const search = fake.requests.slice(from).find((request) => request.path === '/api/search')!;
     expect(search.query.get('start')).toBe(String(Math.floor((written.startMs - 1_000) / 1000)));

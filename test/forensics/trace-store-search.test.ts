@@ -26,19 +26,23 @@ function trace(id: string, ...spans: Partial<StoredSpan>[]): StoredTrace {
 }
 
 describe('spanFilters', () => {
-  it('asks for errored deliveries first, then all, by every attribute that can name the chat', () => {
+  it('asks for errored deliveries first, then all, by every attribute that can name the chat, and their forensic copies', () => {
     expect(spanFilters({ ...QUERY, chatId: 'c1', threadId: 't1' })).toEqual([
       ...[true, false].flatMap((errorOnly) =>
-        [
-          { 'chat.id': 'c1', 'chat.thread.id': 't1' },
-          { 'routing.destination.chat.id': 'c1', 'routing.destination.chat.thread.id': 't1' },
-          { 'routing.origin.chat.id': 'c1', 'routing.origin.chat.thread.id': 't1' },
-        ].map((attributes) => ({ operation: 'gateway.deliver', attributes, errorOnly })),
+        ['gateway.deliver', 'threadline.forensic'].flatMap((operation) =>
+          [
+            { 'chat.id': 'c1', 'chat.thread.id': 't1' },
+            { 'routing.destination.chat.id': 'c1', 'routing.destination.chat.thread.id': 't1' },
+            { 'routing.origin.chat.id': 'c1', 'routing.origin.chat.thread.id': 't1' },
+          ].map((attributes) => ({ operation, attributes, errorOnly })),
+        ),
       ),
     ]);
     expect(spanFilters(QUERY)).toEqual([
       { operation: 'gateway.deliver', attributes: {}, errorOnly: true },
+      { operation: 'threadline.forensic', attributes: {}, errorOnly: true },
       { operation: 'gateway.deliver', attributes: {}, errorOnly: false },
+      { operation: 'threadline.forensic', attributes: {}, errorOnly: false },
     ]);
   });
 
@@ -48,7 +52,7 @@ describe('spanFilters', () => {
 });
 
 describe('spanMatches', () => {
-  const [errored, all] = spanFilters(QUERY) as [never, never];
+  const [errored, , all] = spanFilters(QUERY) as [never, never, never];
   it('checks the name, status, attributes as text, service and window', () => {
     expect(spanMatches(span(), all, QUERY)).toBe(true);
     expect(spanMatches(span(), errored, QUERY)).toBe(false);
