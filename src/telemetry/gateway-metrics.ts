@@ -1,10 +1,10 @@
-import { ValueType, metrics, type BatchObservableCallback, type Counter, type Histogram, type Meter, type ObservableGauge } from '@opentelemetry/api';
+import { ValueType, type BatchObservableCallback, type Counter, type Histogram, type Meter, type ObservableGauge } from '@opentelemetry/api';
 import type { Delivery, DeliveryKind } from '../session/delivery.js';
 import type { ErrorCode } from '../errors.js';
-import { VERSION } from '../version.js';
 import { deliveryAcceptedAt } from './delivery-accepted-at.js';
 import { HTTP_SERVER_DURATION_BUCKETS, httpServerAttributes } from './http-server-duration.js';
 import { rejectSpansDropped, traceFileSpansDropped } from './span-drop-counters.js';
+import { threadlineMeter } from './threadline-meter.js';
 
 /** How a turn ended: returned, threw, or had its signal aborted (/stop or shutdown). */
 export type TurnResult = 'ok' | 'error' | 'aborted';
@@ -37,11 +37,6 @@ const REFUSALS_FROM_ZERO: readonly ErrorCode[] = ['TL_BAD_REQUEST', 'TL_UNAUTHOR
 
 /** Refusals already counted: intake counts first (it knows the platform); the HTTP answer that follows does not count again. */
 const countedRefusals = new WeakSet<object>();
-
-/** threadline's meter, from the meter provider registered now (a meter taken before registration stays a no-op). */
-export function threadlineMeter(): Meter {
-  return metrics.getMeter('threadline', VERSION);
-}
 
 /**
  * threadline's instruments. Build one when the gateway is built, after startMetrics has

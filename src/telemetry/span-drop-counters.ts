@@ -1,7 +1,8 @@
-import { metrics, ValueType, type Counter, type Meter } from '@opentelemetry/api';
+import { ValueType, type Counter, type Meter } from '@opentelemetry/api';
+import { threadlineMeter } from './threadline-meter.js';
 
 /** Refused requests that got no gateway.reject span. One definition, for the limit that counts and the gateway that starts it at 0. */
-export function rejectSpansDropped(meter: Meter = metrics.getMeter('threadline')): Counter {
+export function rejectSpansDropped(meter: Meter = threadlineMeter()): Counter {
   return meter.createCounter('threadline.reject_spans.dropped', {
     valueType: ValueType.INT,
     unit: '{span}',
@@ -10,7 +11,7 @@ export function rejectSpansDropped(meter: Meter = metrics.getMeter('threadline')
 }
 
 /** Spans too large for the trace file. One definition, as rejectSpansDropped. */
-export function traceFileSpansDropped(meter: Meter = metrics.getMeter('threadline')): Counter {
+export function traceFileSpansDropped(meter: Meter = threadlineMeter()): Counter {
   return meter.createCounter('threadline.trace_file.spans_dropped', {
     valueType: ValueType.INT,
     unit: '{span}',

@@ -32,14 +32,15 @@ function sample(text: string, metric: string, labels: Record<string, string>): n
   return values[0];
 }
 
-/** Each metric family of a scrape, by its `# TYPE` line: name to type. */
+/** Each metric family of a scrape, by its `# TYPE` line: name to type. A family typed twice (two scopes) fails: strict parsers refuse it. */
 function families(text: string): Map<string, string> {
-  return new Map(
-    text
-      .split('\n')
-      .filter((line) => line.startsWith('# TYPE '))
-      .map((line) => line.split(' ').slice(2, 4) as [string, string]),
-  );
+  const typed = text
+    .split('\n')
+    .filter((line) => line.startsWith('# TYPE '))
+    .map((line) => line.split(' ').slice(2, 4) as [string, string]);
+  const twice = typed.map(([name]) => name).filter((name, index, names) => names.indexOf(name) !== index);
+  if (twice.length > 0) throw new Error(`metric families typed more than once: ${twice.join(', ')}`);
+  return new Map(typed);
 }
 
 /** The metrics table of docs/operations.md: the name as scraped to its type. */

@@ -5,6 +5,8 @@ import { metrics } from '@opentelemetry/api';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ThreadlineError } from '../../src/errors.js';
+import { GatewayMetrics } from '../../src/telemetry/gateway-metrics.js';
+import { rejectSpansDropped } from '../../src/telemetry/span-drop-counters.js';
 import { describeMetrics, startMetrics, type Metrics } from '../../src/telemetry/start-metrics.js';
 import type { MetricsConfig, OtlpProtocol } from '../../src/telemetry/telemetry-config.js';
 import { startLocalServer, type LocalRequest } from '../../src/testing/local-server.js';
@@ -72,6 +74,16 @@ describe('startMetrics', () => {
       const [, , name, unit] = line.split(' ');
       expect(name!.endsWith(`_${unit}`), line).toBe(true);
     }
+  });
+
+  it('exports a span-drop counter started at 0 once: the drop that follows raises that series, not a second one', async () => {
+    const url = await start({ exporter: 'prometheus', prometheusPort: 0 }).ready;
+    new GatewayMetrics().startAtZero(['webhook']);
+    // As the refusal limit and the trace file take it, with no meter of their own.
+    rejectSpansDropped().add(1);
+    const text = await (await fetch(url!)).text();
+    expect(text.split('\n').filter((line) => line.startsWith('# TYPE threadline_reject_spans_dropped_total '))).toHaveLength(1);
+    expect(text).toMatch(/^threadline_reject_spans_dropped_total(\{[^}]*\})? 1$/m);
   });
 
   it('records the runtime (event loop, heap, GC) on its own meter provider while metrics are on', async () => {
