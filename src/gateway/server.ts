@@ -38,8 +38,12 @@ export function buildServer(
     },
     // Failures before any request exists (timeouts, parse errors), on the raw socket.
     clientErrorHandler: clientErrorHandler(logger, limits, gateway.metrics),
-    // Failures of fastify's router (a path that cannot be percent-decoded): the usual handler.
-    frameworkErrors: (error, request, reply) => void handleError(error, request, reply),
+    // Failures of fastify's router (a path that cannot be percent-decoded): the usual handler,
+    // and timed here, as no onResponse hook runs for them.
+    frameworkErrors: (error, request, reply) => {
+      reply.raw.once('finish', () => gateway.metrics.httpRequest(request.method, reply.statusCode, undefined, request.protocol, reply.elapsedTime / 1000));
+      void handleError(error, request, reply);
+    },
   });
   app.server.maxConnections = limits.maxConnections;
   app.setErrorHandler(handleError);
@@ -65,7 +69,7 @@ export function buildServer(
 /**
  * http.server.request.duration for every answer: a route's requests by a hook that holds its
  * template, so nothing per request is looked up or allocated but the attributes; those no
- * route matched (404s, undecodable paths) by one global hook.
+ * route matched (404s) by one global hook; undecodable paths by frameworkErrors.
  */
 function recordRequestDurations(app: FastifyInstance, metrics: GatewayMetrics): void {
   app.addHook('onRoute', (route) => {

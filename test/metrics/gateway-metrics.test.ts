@@ -170,8 +170,11 @@ describe('gateway metrics', () => {
     expect((await g.send({ chat_id: 'a', text: 'x' })).status).toBe(202);
     expect((await fetch(`${g.url}/no/such/route`)).status).toBe(404);
     expect((await fetch(`${g.url}/v1/health`, { method: 'HEAD' })).status).toBe(200);
+    // A path the router cannot decode gets no route and no onResponse hook: timed all the same.
+    expect((await fetch(`${g.url}/v1/%zz`)).status).toBe(400);
     const duration = 'http.server.request.duration';
-    await until(async () => (await added(duration)) === 3);
+    await until(async () => (await added(duration)) === 4);
+    expect(await added(duration, { 'http.request.method': 'GET', 'http.response.status_code': 400 })).toBe(1);
     expect(await added(duration, { 'http.request.method': 'POST', 'http.route': '/v1/messages', 'http.response.status_code': 202, 'url.scheme': 'http' })).toBe(1);
     expect(await added(duration, { 'http.request.method': 'HEAD', 'http.route': '/v1/health', 'http.response.status_code': 200 })).toBe(1);
     const unrouted = (await g.metrics()).points.filter((point) => point.name === duration && point.attributes['http.response.status_code'] === 404);
