@@ -3,7 +3,7 @@
  * so a reader cannot disagree with what `threadline config` and the docs say.
  */
 import { join } from 'node:path';
-import { envFlag, envInteger, envOneOf, envString, envUrl } from '../env-vars.js';
+import { envFlag, envInteger, envNumber, envOneOf, envString, envUrl } from '../env-vars.js';
 import { parseRedisUrl } from './redis-url.js';
 import { SETTINGS, type Setting, type SettingName } from './settings.js';
 
@@ -70,10 +70,10 @@ function setting(name: SettingName): Setting {
 }
 
 export function readInteger(env: NodeJS.ProcessEnv, name: NameOfKind<'integer'>): number {
-  const { min, max, default: fallback } = setting(name) as Extract<Setting, { kind: 'integer' }>;
+  const { min, max, default: fallback, fractional } = setting(name) as Extract<Setting, { kind: 'integer' }>;
   const computed = computedDefault(name);
   const fromOthers = computed !== undefined && envString(env, name) === undefined;
-  return envInteger(env, name, fromOthers ? (computed(env) as number) : fallback, min, max);
+  return (fractional ? envNumber : envInteger)(env, name, fromOthers ? (computed(env) as number) : fallback, min, max);
 }
 
 export function readFlag(env: NodeJS.ProcessEnv, name: NameOfKind<'flag'>): boolean {
