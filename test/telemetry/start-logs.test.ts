@@ -168,6 +168,22 @@ describe('logs over OTLP (OTEL_LOGS_EXPORTER=otlp)', () => {
     }
   });
 
+  it('startTelemetry logs what OTEL_LOGS_EXPORTER left out, once there is a logger', async () => {
+    for (const [name, value] of Object.entries({ ...logsEnv(), OTEL_LOGS_EXPORTER: 'otlp,console' })) vi.stubEnv(name, value);
+    context.disable();
+    propagation.disable();
+    const telemetry = startTelemetry(readTelemetryConfig({ ...process.env, OTEL_TRACES_EXPORTER: 'none', OTEL_METRICS_EXPORTER: 'none' }));
+    try {
+      await telemetry.shutdown();
+      expect(received.find((record) => record.body?.includes('"console" is left out'))).toMatchObject({ severityText: 'WARN' });
+    } finally {
+      diag.disable();
+      context.disable();
+      propagation.disable();
+      installContext();
+    }
+  });
+
   it("keeps OpenTelemetry's own warnings out of the export: a dead collector is reported, not fed", async () => {
     // A port that was just closed: every export is refused.
     const dead = await startLocalServer(() => ({ status: 200 }));
