@@ -754,7 +754,7 @@ export const SETTINGS = {
     choices: ['false', 'true'],
     default: 'false',
     readBySdk: true,
-    description: 'gRPC only: `true` exports every signal without TLS to an endpoint given without a scheme',
+    description: 'read by the gRPC exporter of every signal only for an endpoint without a scheme, which threadline refuses: with an http(s) endpoint the scheme decides, `http://` without TLS and `https://` with it',
   },
   OTEL_EXPORTER_OTLP_TRACES_HEADERS: {
     kind: 'text',
@@ -821,7 +821,7 @@ export const SETTINGS = {
     default: 'false',
     readBySdk: true,
     defaultText: '`OTEL_EXPORTER_OTLP_INSECURE`',
-    description: 'gRPC only: `true` exports traces alone without TLS to an endpoint given without a scheme',
+    description: 'read by the gRPC exporter of traces alone only for an endpoint without a scheme, which threadline refuses: with an http(s) endpoint the scheme decides, `http://` without TLS and `https://` with it',
   },
   OTEL_BSP_SCHEDULE_DELAY: {
     kind: 'integer',
@@ -1080,7 +1080,7 @@ export const SETTINGS = {
     default: 'false',
     readBySdk: true,
     defaultText: '`OTEL_EXPORTER_OTLP_INSECURE`',
-    description: 'gRPC only: `true` exports metrics alone without TLS to an endpoint given without a scheme',
+    description: 'read by the gRPC exporter of metrics alone only for an endpoint without a scheme, which threadline refuses: with an http(s) endpoint the scheme decides, `http://` without TLS and `https://` with it',
   },
   OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE: {
     kind: 'choice',
@@ -1172,7 +1172,7 @@ export const SETTINGS = {
     default: undefined,
     readBySdk: true,
     defaultText: 'unset (the general endpoint, plus `/v1/logs` over HTTP)',
-    description: 'the collector for logs alone (with `OTEL_LOGS_EXPORTER=otlp`)',
+    description: 'the collector for logs alone (with `OTEL_LOGS_EXPORTER=otlp`; without it the value is not checked, as nothing reads it)',
   },
   OTEL_EXPORTER_OTLP_LOGS_PROTOCOL: {
     kind: 'choice',
@@ -1247,7 +1247,7 @@ export const SETTINGS = {
     default: 'false',
     readBySdk: true,
     defaultText: '`OTEL_EXPORTER_OTLP_INSECURE`',
-    description: 'gRPC only: `true` exports logs alone without TLS to an endpoint given without a scheme',
+    description: 'read by the gRPC exporter of logs alone only for an endpoint without a scheme, which threadline refuses: with an http(s) endpoint the scheme decides, `http://` without TLS and `https://` with it',
   },
   OTEL_BLRP_SCHEDULE_DELAY: {
     kind: 'integer',

@@ -1,5 +1,4 @@
-import { readChoice, readFlag, readInteger, readText } from '../config/read-setting.js';
-import { commaList } from '../env-vars.js';
+import { logsExporterEntries, readChoice, readFlag, readInteger, readText } from '../config/read-setting.js';
 import { ConfigError } from '../errors.js';
 import type { OtlpProtocol } from './telemetry-config.js';
 
@@ -55,7 +54,7 @@ export function readLogsConfig(env: NodeJS.ProcessEnv): LogsConfig {
  */
 function logsExporter(env: NodeJS.ProcessEnv): Pick<LogsConfig, 'exporter' | 'warnings'> {
   const name = 'OTEL_LOGS_EXPORTER';
-  const entries = [...new Set(commaList(readText(env, name).toLowerCase()))];
+  const entries = logsExporterEntries(env);
   for (const entry of entries) {
     if (!(LOGS_EXPORTERS as readonly string[]).includes(entry)) throw new ConfigError(name, `"${entry}" is not one of ${LOGS_EXPORTERS.join(', ')}`);
   }

@@ -54,4 +54,19 @@ describe('the OTEL_* settings the SDK reads itself', () => {
     expect(state.errors).toEqual([]);
     expect(state.settings.find((setting) => setting.name === 'OTEL_TRACES_SAMPLER')).toMatchObject({ value: 'always_off', source: 'environment' });
   });
+
+  it('leaves the logs endpoint alone while logs are not exported: a shared gRPC host:port is not refused', () => {
+    const shared = { OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: 'collector:4317' };
+    expect(() => readTelemetryConfig(shared)).not.toThrow();
+    const state = describeConfiguration(shared);
+    expect(state.errors).toEqual([]);
+    expect(state.settings.find((setting) => setting.name === 'OTEL_EXPORTER_OTLP_LOGS_ENDPOINT')).toMatchObject({ value: 'collector:4317', source: 'environment' });
+    // Exported, it is checked as every endpoint is.
+    for (const on of [{ OTEL_LOGS_EXPORTER: 'otlp' }, { OTEL_LOGS_EXPORTER: 'console, OTLP' }]) {
+      expect(refusedVariable({ ...shared, ...on })).toBe('OTEL_EXPORTER_OTLP_LOGS_ENDPOINT');
+      expect(describeConfiguration({ ...shared, ...on }).errors.map((error) => error.variable)).toEqual(['OTEL_EXPORTER_OTLP_LOGS_ENDPOINT']);
+    }
+    expect(() => readTelemetryConfig({ ...shared, OTEL_LOGS_EXPORTER: 'otlp,none' })).not.toThrow();
+    expect(() => readTelemetryConfig({ ...shared, OTEL_LOGS_EXPORTER: 'otlp', OTEL_SDK_DISABLED: 'true' })).not.toThrow();
+  });
 });
