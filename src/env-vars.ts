@@ -33,6 +33,17 @@ export function envInteger(env: NodeJS.ProcessEnv, name: string, fallback: numbe
   return number;
 }
 
+/** As envInteger, fractions allowed: milliseconds the SDK takes as any number. */
+export function envNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const value = envString(env, name);
+  if (value === undefined) return fallback;
+  const number = Number(value);
+  if (!Number.isFinite(number) || number < min || number > max) {
+    throw new ConfigError(name, `"${value}" is not a number from ${min} to ${max}`);
+  }
+  return number;
+}
+
 export function envUrl(env: NodeJS.ProcessEnv, name: string): string | undefined {
   const value = envString(env, name);
   if (value === undefined) return undefined;

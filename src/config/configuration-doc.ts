@@ -64,7 +64,7 @@ function defaultOf(setting: Setting): string {
 function valuesOf(setting: Setting): string {
   switch (setting.kind) {
     case 'integer':
-      return `${setting.min} to ${setting.max}`;
+      return `${setting.min} to ${setting.max}${setting.fractional ? ', fractions too' : ''}`;
     case 'flag':
       return '`1`/`true` or `0`/`false`';
     case 'choice':

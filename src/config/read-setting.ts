@@ -3,7 +3,7 @@
  * so a reader cannot disagree with what `threadline config` and the docs say.
  */
 import { join } from 'node:path';
-import { envFlag, envInteger, envOneOf, envString, envUrl } from '../env-vars.js';
+import { commaList, envFlag, envInteger, envNumber, envOneOf, envString, envUrl } from '../env-vars.js';
 import { parseRedisUrl } from './redis-url.js';
 import { SETTINGS, type Setting, type SettingName } from './settings.js';
 
@@ -55,6 +55,25 @@ const COMPUTED_DEFAULTS = {
   OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT'),
 } satisfies { [N in SettingName]?: (env: NodeJS.ProcessEnv) => string | number | undefined };
 
+/**
+ * URL settings that matter only while their signal is exported: otherwise their value is left
+ * as it is, so a shared one meant for other services (a gRPC `host:port`) cannot stop start-up.
+ */
+const UNUSED_WHEN = {
+  OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: (env: NodeJS.ProcessEnv): boolean => !logsOverOtlp(env),
+} satisfies { [N in NameOfKind<'url'>]?: (env: NodeJS.ProcessEnv) => boolean };
+
+/** OTEL_LOGS_EXPORTER's entries, lower case, each once (src/telemetry/logs-config.ts says what they do). */
+export function logsExporterEntries(env: NodeJS.ProcessEnv): string[] {
+  return [...new Set(commaList(readText(env, 'OTEL_LOGS_EXPORTER').toLowerCase()))];
+}
+
+/** Logs go to the collector: `otlp` listed, `none` not (as NodeSDK reads it), and the SDK not disabled. */
+function logsOverOtlp(env: NodeJS.ProcessEnv): boolean {
+  const entries = logsExporterEntries(env);
+  return entries.includes('otlp') && !entries.includes('none') && !readFlag(env, 'OTEL_SDK_DISABLED');
+}
+
 /** An OTLP endpoint variable is set: then traces (and metrics) default to OTLP. */
 function hasEndpoint(env: NodeJS.ProcessEnv, signalVariable: string): boolean {
   return envString(env, signalVariable) !== undefined || envString(env, 'OTEL_EXPORTER_OTLP_ENDPOINT') !== undefined;
@@ -70,10 +89,10 @@ function setting(name: SettingName): Setting {
 }
 
 export function readInteger(env: NodeJS.ProcessEnv, name: NameOfKind<'integer'>): number {
-  const { min, max, default: fallback } = setting(name) as Extract<Setting, { kind: 'integer' }>;
+  const { min, max, default: fallback, fractional } = setting(name) as Extract<Setting, { kind: 'integer' }>;
   const computed = computedDefault(name);
   const fromOthers = computed !== undefined && envString(env, name) === undefined;
-  return envInteger(env, name, fromOthers ? (computed(env) as number) : fallback, min, max);
+  return (fractional ? envNumber : envInteger)(env, name, fromOthers ? (computed(env) as number) : fallback, min, max);
 }
 
 export function readFlag(env: NodeJS.ProcessEnv, name: NameOfKind<'flag'>): boolean {
@@ -99,9 +118,10 @@ export function readText<N extends NameOfKind<'text'>>(env: NodeJS.ProcessEnv, n
   return (value ?? computedDefault(name)?.(env) ?? text.default) as TextOf<N>;
 }
 
-/** An http(s) URL as set, else its default; a malformed one is refused without echoing it. */
+/** An http(s) URL as set, else its default; a malformed one is refused without echoing it (unchecked where unused). */
 export function readUrl<N extends NameOfKind<'url'>>(env: NodeJS.ProcessEnv, name: N): TextOf<N> {
   const url = setting(name) as Extract<Setting, { kind: 'text' | 'url' }>;
+  if (Object.hasOwn(UNUSED_WHEN, name) && UNUSED_WHEN[name as keyof typeof UNUSED_WHEN](env)) return envString(env, name) as TextOf<N>;
   return (envUrl(env, name) ?? computedDefault(name)?.(env) ?? url.default) as TextOf<N>;
 }
 

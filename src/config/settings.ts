@@ -62,6 +62,8 @@ interface IntegerSetting extends SettingBase {
   readonly default: number;
   readonly min: number;
   readonly max: number;
+  /** Milliseconds the SDK takes as any number: a fraction is accepted too. */
+  readonly fractional?: boolean;
 }
 
 /** `1`/`true` or `0`/`false`, any case. */
@@ -74,6 +76,10 @@ interface ChoiceSetting extends SettingBase {
   readonly kind: 'choice';
   readonly choices: readonly string[];
   readonly default: string;
+  /** The SDK compares it without lower-casing it: any other case is refused, as the SDK would misread it. */
+  readonly caseSensitive?: boolean;
+  /** The SDK does not trim it: spaces around it are refused, as the SDK would misread them. */
+  readonly spaceSensitive?: boolean;
 }
 
 /** Free text its reader parses (`format` says how), or an http(s) URL. */
@@ -100,6 +106,8 @@ const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 const MIB = 1024 * 1024;
 const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const;
+/** Node's largest timer: the SDK hands its timeouts to setTimeout, which fires at once past it. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 export const SETTINGS = {
   // Server and store
@@ -677,14 +685,12 @@ export const SETTINGS = {
     group: 'traces',
     choices: ['parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio', 'always_on', 'always_off', 'traceidratio'],
     default: 'parentbased_always_on',
-    readBySdk: true,
     description: "the head sampler: which traces are recorded; a caller's sampled flag never decides, and misroutes and failed deliveries are exported whatever it decides (docs/telemetry.md)",
   },
   OTEL_TRACES_SAMPLER_ARG: {
     kind: 'text',
     group: 'traces',
     default: undefined,
-    readBySdk: true,
     defaultText: '`1`',
     format: 'a number from 0 to 1',
     description: 'the share of traces the `traceidratio` samplers keep, e.g. `0.01`; a value outside 0 to 1 stops start-up',
@@ -703,7 +709,8 @@ export const SETTINGS = {
     group: 'traces',
     default: 10_000,
     min: 1,
-    max: 3_600_000,
+    max: MAX_TIMER_MS,
+    fractional: true,
     readBySdk: true,
     description: 'milliseconds one OTLP export of every signal may take',
   },
@@ -713,6 +720,7 @@ export const SETTINGS = {
     choices: ['none', 'gzip'],
     default: 'none',
     readBySdk: true,
+    caseSensitive: true,
     description: 'compression of the OTLP exports of every signal',
   },
   OTEL_EXPORTER_OTLP_CERTIFICATE: {
@@ -746,7 +754,7 @@ export const SETTINGS = {
     choices: ['false', 'true'],
     default: 'false',
     readBySdk: true,
-    description: 'gRPC only: `true` exports every signal without TLS to an endpoint given without a scheme',
+    description: 'read by the gRPC exporter of every signal only for an endpoint without a scheme, which threadline refuses: with an http(s) endpoint the scheme decides, `http://` without TLS and `https://` with it',
   },
   OTEL_EXPORTER_OTLP_TRACES_HEADERS: {
     kind: 'text',
@@ -763,7 +771,8 @@ export const SETTINGS = {
     group: 'traces',
     default: 10_000,
     min: 1,
-    max: 3_600_000,
+    max: MAX_TIMER_MS,
+    fractional: true,
     readBySdk: true,
     defaultText: '`OTEL_EXPORTER_OTLP_TIMEOUT`',
     description: 'milliseconds one OTLP export of traces alone may take',
@@ -774,6 +783,7 @@ export const SETTINGS = {
     choices: ['none', 'gzip'],
     default: 'none',
     readBySdk: true,
+    caseSensitive: true,
     defaultText: '`OTEL_EXPORTER_OTLP_COMPRESSION`',
     description: 'compression of the OTLP exports of traces alone',
   },
@@ -811,14 +821,15 @@ export const SETTINGS = {
     default: 'false',
     readBySdk: true,
     defaultText: '`OTEL_EXPORTER_OTLP_INSECURE`',
-    description: 'gRPC only: `true` exports traces alone without TLS to an endpoint given without a scheme',
+    description: 'read by the gRPC exporter of traces alone only for an endpoint without a scheme, which threadline refuses: with an http(s) endpoint the scheme decides, `http://` without TLS and `https://` with it',
   },
   OTEL_BSP_SCHEDULE_DELAY: {
     kind: 'integer',
     group: 'traces',
     default: 5_000,
     min: 0,
-    max: 3_600_000,
+    max: MAX_TIMER_MS,
+    fractional: true,
     readBySdk: true,
     description: 'milliseconds between two span exports',
   },
@@ -827,7 +838,8 @@ export const SETTINGS = {
     group: 'traces',
     default: 30_000,
     min: 1,
-    max: 3_600_000,
+    max: MAX_TIMER_MS,
+    fractional: true,
     readBySdk: true,
     description: 'milliseconds one span export may take before it is abandoned',
   },
@@ -1018,7 +1030,8 @@ export const SETTINGS = {
     group: 'metrics',
     default: 10_000,
     min: 1,
-    max: 3_600_000,
+    max: MAX_TIMER_MS,
+    fractional: true,
     readBySdk: true,
     defaultText: '`OTEL_EXPORTER_OTLP_TIMEOUT`',
     description: 'milliseconds one OTLP export of metrics alone may take',
@@ -1029,6 +1042,7 @@ export const SETTINGS = {
     choices: ['none', 'gzip'],
     default: 'none',
     readBySdk: true,
+    caseSensitive: true,
     defaultText: '`OTEL_EXPORTER_OTLP_COMPRESSION`',
     description: 'compression of the OTLP exports of metrics alone',
   },
@@ -1066,7 +1080,7 @@ export const SETTINGS = {
     default: 'false',
     readBySdk: true,
     defaultText: '`OTEL_EXPORTER_OTLP_INSECURE`',
-    description: 'gRPC only: `true` exports metrics alone without TLS to an endpoint given without a scheme',
+    description: 'read by the gRPC exporter of metrics alone only for an endpoint without a scheme, which threadline refuses: with an http(s) endpoint the scheme decides, `http://` without TLS and `https://` with it',
   },
   OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE: {
     kind: 'choice',
@@ -1074,6 +1088,7 @@ export const SETTINGS = {
     choices: ['cumulative', 'delta', 'lowmemory'],
     default: 'cumulative',
     readBySdk: true,
+    spaceSensitive: true,
     description: 'the aggregation temporality of OTLP metric exports; `delta` for backends that want it',
   },
 
@@ -1145,11 +1160,11 @@ export const SETTINGS = {
     description: '`1`: log chat and user names instead of redacting them (plain privacy only)',
   },
   OTEL_LOGS_EXPORTER: {
-    kind: 'choice',
+    kind: 'text',
     group: 'privacy',
-    choices: ['none', 'otlp'],
     default: 'none',
-    description: '`otlp`: every log record also goes to the collector as an OpenTelemetry log, with the trace and span it was written in, redacted as on stdout; one value, not a comma-separated list. OpenTelemetry\'s own warnings go to the same log (`OTEL_LOG_LEVEL` is not read)',
+    format: 'comma-separated: `otlp`, `console`, `none`',
+    description: '`otlp`: every log record also goes to the collector as an OpenTelemetry log, with the trace and span it was written in, redacted as on stdout. Read as the SDK reads it: `none` anywhere turns export off; `console` is noted and left out, as stdout has every record already. OpenTelemetry\'s own warnings go to stdout only (`OTEL_LOG_LEVEL` is not read)',
   },
   OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: {
     kind: 'url',
@@ -1157,7 +1172,7 @@ export const SETTINGS = {
     default: undefined,
     readBySdk: true,
     defaultText: 'unset (the general endpoint, plus `/v1/logs` over HTTP)',
-    description: 'the collector for logs alone (with `OTEL_LOGS_EXPORTER=otlp`)',
+    description: 'the collector for logs alone (with `OTEL_LOGS_EXPORTER=otlp`; without it the value is not checked, as nothing reads it)',
   },
   OTEL_EXPORTER_OTLP_LOGS_PROTOCOL: {
     kind: 'choice',
@@ -1182,7 +1197,8 @@ export const SETTINGS = {
     group: 'privacy',
     default: 10_000,
     min: 1,
-    max: 3_600_000,
+    max: MAX_TIMER_MS,
+    fractional: true,
     readBySdk: true,
     defaultText: '`OTEL_EXPORTER_OTLP_TIMEOUT`',
     description: 'milliseconds one OTLP export of logs alone may take',
@@ -1193,6 +1209,7 @@ export const SETTINGS = {
     choices: ['none', 'gzip'],
     default: 'none',
     readBySdk: true,
+    caseSensitive: true,
     defaultText: '`OTEL_EXPORTER_OTLP_COMPRESSION`',
     description: 'compression of the OTLP exports of logs alone',
   },
@@ -1230,7 +1247,7 @@ export const SETTINGS = {
     default: 'false',
     readBySdk: true,
     defaultText: '`OTEL_EXPORTER_OTLP_INSECURE`',
-    description: 'gRPC only: `true` exports logs alone without TLS to an endpoint given without a scheme',
+    description: 'read by the gRPC exporter of logs alone only for an endpoint without a scheme, which threadline refuses: with an http(s) endpoint the scheme decides, `http://` without TLS and `https://` with it',
   },
   OTEL_BLRP_SCHEDULE_DELAY: {
     kind: 'integer',

@@ -7,6 +7,9 @@
 import { diag, DiagLogLevel, type DiagLogFunction, type DiagLogger } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 
+/** The `component` of OpenTelemetry's own records: stdout has them, the OTLP log export leaves them out. */
+export const DIAG_COMPONENT = 'opentelemetry';
+
 /** Registers `logger` as OTel's diag logger, warnings and errors only: the rest is SDK chatter. */
 export function installDiagLogger(logger: Logger): void {
   diag.setLogger(pinoDiagLogger(logger), { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
@@ -20,7 +23,7 @@ function pinoDiagLogger(logger: Logger): DiagLogger {
       const error = args.find((arg): arg is Error => arg instanceof Error);
       // Scalars join the message; objects (an exporter's options, with its headers) are left out.
       const details = args.filter((arg) => ['string', 'number', 'boolean'].includes(typeof arg)).map(String);
-      logger[level]({ component: 'opentelemetry', ...(error === undefined ? {} : { err: error }) }, [message, ...details].join(' '));
+      logger[level]({ component: DIAG_COMPONENT, ...(error === undefined ? {} : { err: error }) }, [message, ...details].join(' '));
     };
   return { error: at('error'), warn: at('warn'), info: at('info'), debug: at('debug'), verbose: at('trace') };
 }

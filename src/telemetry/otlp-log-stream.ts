@@ -1,6 +1,7 @@
 import { SeverityNumber, type LogAttributes, type Logger as OtelLogger } from '@opentelemetry/api-logs';
 import type { DestinationStream } from 'pino';
 import { activeContext } from '../session/index.js';
+import { DIAG_COMPONENT } from './diag-logger.js';
 
 /** pino's numeric levels as OpenTelemetry severities (logs data model, "Mapping of SeverityNumber"). */
 const SEVERITIES: ReadonlyArray<readonly [number, SeverityNumber, string]> = [
@@ -20,6 +21,8 @@ const RECORD_FIELDS = new Set(['level', 'time', 'msg', 'trace_id', 'span_id', 't
  * It is handed the line pino has finished, after its serializers and redaction, so the
  * collector gets exactly what stdout gets; and it runs inside the logging call, so the
  * record is tied to the active span (trace_id, span_id) of the code that logged.
+ * OpenTelemetry's own records (a failed export among them) stay on stdout: exported, each
+ * failure would queue the record whose export fails next, for as long as the collector is down.
  */
 export function otlpLogStream(logger: OtelLogger): DestinationStream {
   return {
@@ -31,6 +34,7 @@ export function otlpLogStream(logger: OtelLogger): DestinationStream {
         // pino writes JSON only; anything else is not ours to guess at.
         return;
       }
+      if (record['component'] === DIAG_COMPONENT) return;
       const [severityNumber, severityText] = severityOf(record['level']);
       const attributes: LogAttributes = {};
       for (const [key, value] of Object.entries(record)) if (!RECORD_FIELDS.has(key)) attributes[key] = value as LogAttributes[string];

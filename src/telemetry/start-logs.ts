@@ -14,6 +14,8 @@ import { VERSION } from '../version.js';
 export interface Logs {
   /** Where the process's logger writes: stdout, and the collector too with `otlp`; undefined for pino's default (stdout). */
   readonly destination: DestinationStream | undefined;
+  /** Exports what is queued now, and waits for it. */
+  forceFlush(): Promise<void>;
   /** Exports what is queued and stops; call once, on the way out. */
   shutdown(): Promise<void>;
 }
@@ -24,8 +26,13 @@ export interface Logs {
  * itself), and a destination that writes each line to stdout and emits it as a LogRecord.
  * With `none`, nothing: stdout JSON only. The resource is the spans' and metrics' one.
  */
-export function startLogs(config: LogsConfig, service: { serviceName: string; serviceVersion: string; serviceInstanceId?: string | undefined }): Logs {
-  if (config.exporter === 'none') return { destination: undefined, shutdown: () => Promise.resolve() };
+export function startLogs(
+  config: LogsConfig,
+  service: { serviceName: string; serviceVersion: string; serviceInstanceId?: string | undefined },
+  // As pino's own default destination: stdout, asynchronous, flushed on exit.
+  stdout: DestinationStream = pino.destination({ dest: process.stdout.fd || 1 }),
+): Logs {
+  if (config.exporter === 'none') return { destination: undefined, forceFlush: () => Promise.resolve(), shutdown: () => Promise.resolve() };
   const provider = new LoggerProvider({
     resource: defaultResource()
       .merge(resourceFromAttributes(serviceAttributes(service)))
@@ -34,14 +41,12 @@ export function startLogs(config: LogsConfig, service: { serviceName: string; se
     logRecordLimits: config.limits,
     processors: [new BatchLogRecordProcessor({ exporter: otlpLogExporter(config.otlpProtocol), ...config.batch })],
   });
-  // As pino's own default destination: stdout, asynchronous, flushed on exit.
-  const stdout = pino.destination({ dest: process.stdout.fd || 1 });
   // Each stream at the lowest level: the logger's own level decides what is written at all.
   const destination = pino.multistream([
     { level: 'trace', stream: stdout },
     { level: 'trace', stream: otlpLogStream(provider.getLogger('threadline', VERSION)) },
   ]);
-  return { destination, shutdown: () => provider.shutdown() };
+  return { destination, forceFlush: () => provider.forceFlush(), shutdown: () => provider.shutdown() };
 }
 
 function otlpLogExporter(protocol: OtlpProtocol): LogRecordExporter {

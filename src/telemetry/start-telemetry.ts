@@ -55,6 +55,7 @@ export function startTelemetry(config: TelemetryConfig = readTelemetryConfig()):
     privacy: config.attributes,
     ...(logs.destination === undefined ? {} : { destination: logs.destination }),
   });
+  for (const warning of config.logs.warnings) logger.warn(warning);
   if (exporter === undefined) {
     installDiagLogger(logger);
     installContext(propagator);

@@ -99,10 +99,14 @@ describe('threadline config', () => {
     expect(code).toBe(1);
     expect(err).toContain('OTEL_TRACES_SAMPLER');
     expect(err).toContain('OTEL_EXPORTER_OTLP_COMPRESSION');
-    // The SDK compares the sampler as written: ALWAYS_OFF would quietly sample everything.
-    const upper = await run(['config'], { OTEL_TRACES_SAMPLER: 'ALWAYS_OFF' });
+    // The SDK compares compression as written: GZIP would quietly send uncompressed.
+    const upper = await run(['config'], { OTEL_EXPORTER_OTLP_COMPRESSION: 'GZIP' });
     expect(upper.code).toBe(1);
     expect(upper.err).toContain('lower case');
+    // threadline builds the sampler itself, and reads it as config shows it.
+    const sampler = await run(['config'], { OTEL_TRACES_SAMPLER: 'ALWAYS_OFF' });
+    expect(sampler.code).toBe(0);
+    expect(sampler.out).toMatch(/^ {2}OTEL_TRACES_SAMPLER +always_off +environment/m);
   });
 
   it('shows the admins list as how many entries, never the user ids, valid or refused', async () => {

@@ -1,6 +1,7 @@
 import { context, diag, propagation } from '@opentelemetry/api';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startLocalServer, type LocalServer } from '../../src/testing/local-server.js';
+import { installDiagLogger } from '../../src/telemetry/diag-logger.js';
 import { createLogger } from '../../src/telemetry/logger.js';
 import { readLogsConfig } from '../../src/telemetry/logs-config.js';
 import { startLogs } from '../../src/telemetry/start-logs.js';
@@ -164,6 +165,49 @@ describe('logs over OTLP (OTEL_LOGS_EXPORTER=otlp)', () => {
       context.disable();
       propagation.disable();
       installContext();
+    }
+  });
+
+  it('startTelemetry logs what OTEL_LOGS_EXPORTER left out, once there is a logger', async () => {
+    for (const [name, value] of Object.entries({ ...logsEnv(), OTEL_LOGS_EXPORTER: 'otlp,console' })) vi.stubEnv(name, value);
+    context.disable();
+    propagation.disable();
+    const telemetry = startTelemetry(readTelemetryConfig({ ...process.env, OTEL_TRACES_EXPORTER: 'none', OTEL_METRICS_EXPORTER: 'none' }));
+    try {
+      await telemetry.shutdown();
+      expect(received.find((record) => record.body?.includes('"console" is left out'))).toMatchObject({ severityText: 'WARN' });
+    } finally {
+      diag.disable();
+      context.disable();
+      propagation.disable();
+      installContext();
+    }
+  });
+
+  it("keeps OpenTelemetry's own warnings out of the export: a dead collector is reported, not fed", async () => {
+    // A port that was just closed: every export is refused.
+    const dead = await startLocalServer(() => ({ status: 200 }));
+    const origin = dead.origin;
+    await dead.close();
+    for (const [name, value] of Object.entries({ ...logsEnv(), OTEL_EXPORTER_OTLP_LOGS_ENDPOINT: `${origin}/v1/logs` })) vi.stubEnv(name, value);
+    vi.stubEnv('OTEL_EXPORTER_OTLP_LOGS_TIMEOUT', '200');
+    // Only forceFlush exports: each call below is one export of whatever is queued.
+    vi.stubEnv('OTEL_BLRP_SCHEDULE_DELAY', '3600000');
+    const lines: Record<string, unknown>[] = [];
+    const stdout = { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) };
+    const logs = startLogs(readLogsConfig(process.env), { serviceName: 'gw-logs', serviceVersion: '9.9.9' }, stdout);
+    // As startTelemetry wires it: the process logger, writing through the OTLP destination, is the diag logger.
+    const logger = createLogger({ destination: logs.destination! });
+    installDiagLogger(logger);
+    try {
+      logger.info('one line');
+      for (let flush = 0; flush < 4; flush++) await logs.forceFlush();
+      // The one record's failed export, reported once; nothing queued after it, so no further export fails.
+      expect(lines.filter((line) => line['component'] === 'opentelemetry')).toHaveLength(1);
+      expect(lines).toHaveLength(2);
+    } finally {
+      diag.disable();
+      await logs.shutdown();
     }
   });
 });
