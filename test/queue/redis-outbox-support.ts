@@ -1,10 +1,10 @@
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { DeliveryError } from '../../src/errors.js';
 import type { OutboundMessage, Platform } from '../../src/platforms/platform.js';
 import { getSession, type Session } from '../../src/session/index.js';
 import type { NewDelivery } from '../../src/store/store.js';
-import { DeliveryQueues } from '../../src/queue/delivery-queues.js';
 import { RedisOutbox } from '../../src/queue/redis-outbox.js';
 import { RedisOutboxRecords } from '../../src/queue/redis-outbox-records.js';
 import { RedisKeys } from '../../src/store/redis/redis-keys.js';
@@ -81,7 +81,7 @@ export interface Instance {
   readonly records: RedisOutboxRecords;
   readonly outbox: RedisOutbox;
   readonly redis: Redis;
-  readonly queues: DeliveryQueues;
+  readonly queue: Queue;
   close(): Promise<void>;
 }
 
@@ -90,7 +90,8 @@ export interface InstanceOptions {
   readonly prefix: string;
   readonly platform: FakePlatform;
   readonly name?: string;
-  readonly partitions?: number;
+  /** Sends this instance runs at once (the outbox's maxInFlight); default 10. */
+  readonly slots?: number;
   readonly maxAttempts?: number;
   readonly giveUpAfterMs?: number;
   readonly work?: boolean;
@@ -101,9 +102,8 @@ export function instance(options: InstanceOptions): Instance {
   const name = options.name ?? 'a';
   const redis = new Redis(options.url);
   const keys = new RedisKeys(options.prefix);
-  const partitions = options.partitions ?? 4;
-  const queues = new DeliveryQueues(redis, keys, partitions);
-  const records = new RedisOutboxRecords({ redis, queue: (index) => queues.queue(index), keys, partitions, deadLetterRetentionMs: 60_000 });
+  const queue = new Queue(keys.deliveriesQueue, { connection: redis, prefix: keys.queuePrefix });
+  const records = new RedisOutboxRecords({ redis, queue, keys, deadLetterRetentionMs: 60_000 });
   const outbox = new RedisOutbox({
     parts: {
       platforms: new Map([['webhook', options.platform.for(name)]]),
@@ -111,7 +111,7 @@ export function instance(options: InstanceOptions): Instance {
         maxAttempts: options.maxAttempts ?? 5,
         giveUpAfterMs: options.giveUpAfterMs ?? 60_000,
         backoff: { baseMs: 5, maxMs: 20, maxRetryAfterMs: 1_000 },
-        maxInFlight: 10,
+        maxInFlight: options.slots ?? 10,
         leaseMs: 30_000,
       },
       logger: pino({ level: 'silent' }),
@@ -127,12 +127,12 @@ export function instance(options: InstanceOptions): Instance {
     records,
     outbox,
     redis,
-    queues,
+    queue,
     close: async () => {
       if (closed) return;
       closed = true;
       await outbox.stop(Date.now() + 5_000);
-      await queues.close();
+      await queue.close();
       await redis.quit();
     },
   };
