@@ -7,6 +7,7 @@ import { getSession, type Session } from '../../src/session/index.js';
 import type { NewDelivery } from '../../src/store/store.js';
 import { RedisOutbox } from '../../src/queue/redis-outbox.js';
 import { RedisOutboxRecords } from '../../src/queue/redis-outbox-records.js';
+import type { LeaseTimings } from '../../src/queue/lease-worker-options.js';
 import { RedisKeys } from '../../src/store/redis/redis-keys.js';
 import { GatewayMetrics } from '../../src/telemetry/gateway-metrics.js';
 import { webhookOrigin } from '../helpers/gateway.js';
@@ -27,6 +28,11 @@ export class FakePlatform {
   readonly seen: SeenSend[] = [];
   /** The most sends to one chat that were in flight at once. */
   maxInFlightPerChat = 0;
+  /** Sends in flight now, every chat, and the most there ever were. */
+  inFlightTotal = 0;
+  maxInFlightTotal = 0;
+  /** A send waits for what this returns before it answers (undefined: it does not wait): a platform call held. */
+  gate: (message: OutboundMessage) => Promise<void> | undefined = () => undefined;
   answer: (message: OutboundMessage, attempt: number) => DeliveryError | 'hang' | undefined = () => undefined;
   /** Each send takes this long: long enough for a second sender to overlap if the queue let it. */
   delayMs = 2;
@@ -54,7 +60,11 @@ export class FakePlatform {
     const inFlight = (this.inFlight.get(chat) ?? 0) + 1;
     this.inFlight.set(chat, inFlight);
     this.maxInFlightPerChat = Math.max(this.maxInFlightPerChat, inFlight);
+    this.inFlightTotal++;
+    this.maxInFlightTotal = Math.max(this.maxInFlightTotal, this.inFlightTotal);
+    this.changed();
     try {
+      await this.gate(message);
       const answer = this.answer(message, attempt);
       if (answer === 'hang') {
         await new Promise<void>((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
@@ -64,6 +74,24 @@ export class FakePlatform {
       if (answer !== undefined && answer !== 'hang') throw answer;
     } finally {
       this.inFlight.set(chat, (this.inFlight.get(chat) ?? 1) - 1);
+      this.inFlightTotal--;
+      this.changed();
+    }
+  }
+
+  /** Resolves once `check` holds, looked at after each change of the sends in flight. */
+  when(check: () => boolean): Promise<void> {
+    if (check()) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ check, resolve }));
+  }
+
+  private readonly waiters: Array<{ check: () => boolean; resolve: () => void }> = [];
+
+  private changed(): void {
+    for (const waiter of [...this.waiters]) {
+      if (!waiter.check()) continue;
+      this.waiters.splice(this.waiters.indexOf(waiter), 1);
+      waiter.resolve();
     }
   }
 }
@@ -83,6 +111,8 @@ export interface Instance {
   readonly redis: Redis;
   readonly queue: Queue;
   close(): Promise<void>;
+  /** Drops every connection of this instance without a word to Redis: a process killed with -9. */
+  kill(): void;
 }
 
 export interface InstanceOptions {
@@ -95,12 +125,28 @@ export interface InstanceOptions {
   readonly maxAttempts?: number;
   readonly giveUpAfterMs?: number;
   readonly work?: boolean;
+  /** The drain jobs' lock and stalled check (short ones to see a killed instance's work move on). */
+  readonly lease?: LeaseTimings;
 }
 
 /** An instance of the distributed outbox on the test Redis: its connections, records and workers. */
 export function instance(options: InstanceOptions): Instance {
   const name = options.name ?? 'a';
+  const opened: Redis[] = [];
+  const connect = (): Redis => {
+    const client = new Redis(options.url, { maxRetriesPerRequest: null });
+    // BullMQ duplicates the worker connection for its blocking fetch: tracked, so kill() drops it too.
+    const duplicate = client.duplicate.bind(client);
+    client.duplicate = (...args: Parameters<Redis['duplicate']>) => {
+      const copy = duplicate(...args);
+      opened.push(copy);
+      return copy;
+    };
+    opened.push(client);
+    return client;
+  };
   const redis = new Redis(options.url);
+  opened.push(redis);
   const keys = new RedisKeys(options.prefix);
   const queue = new Queue(keys.deliveriesQueue, { connection: redis, prefix: keys.queuePrefix });
   const records = new RedisOutboxRecords({ redis, queue, keys, deadLetterRetentionMs: 60_000 });
@@ -118,8 +164,9 @@ export function instance(options: InstanceOptions): Instance {
       metrics: new GatewayMetrics(),
     },
     records,
-    connect: () => new Redis(options.url, { maxRetriesPerRequest: null }),
+    connect,
     work: options.work ?? true,
+    ...options.lease,
   });
   let closed = false;
   return {
@@ -133,7 +180,14 @@ export function instance(options: InstanceOptions): Instance {
       closed = true;
       await outbox.stop(Date.now() + 5_000);
       await queue.close();
-      await redis.quit();
+      await redis.quit().catch(() => undefined);
+    },
+    kill: () => {
+      closed = true;
+      for (const client of opened) {
+        client.on('error', () => undefined);
+        client.disconnect();
+      }
     },
   };
 }

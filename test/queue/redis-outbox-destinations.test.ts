@@ -1,0 +1,106 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { useRedis } from '../helpers/redis.js';
+import { FakePlatform, delivery, instance, type Instance, type InstanceOptions } from './redis-outbox-support.js';
+
+const redis = useRedis();
+const opened: Instance[] = [];
+const releases: (() => void)[] = [];
+
+afterEach(async () => {
+  for (const release of releases.splice(0)) release();
+  for (const each of opened.splice(0).reverse()) await each.close();
+});
+
+function open(options: Omit<InstanceOptions, 'url'>): Instance {
+  const made = instance({ url: redis.url, ...options });
+  opened.push(made);
+  return made;
+}
+
+/** A promise held until released (also at the end of the test, so nothing is left hanging). */
+function held(): { promise: Promise<void>; release: () => void } {
+  let release: () => void = () => undefined;
+  const promise = new Promise<void>((resolve) => (release = resolve));
+  releases.push(release);
+  return { promise, release };
+}
+
+/** `until` for a test that must not wait out a fixed sleep: fails with `what` after `ms`. */
+async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`not within ${ms} ms: ${what}`)), ms)));
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// `held-0` and `quick-2` hash to one partition of 16 (and so of 4): the partitioned outbox sent them one after the other.
+describe('RedisOutbox: the destination is the unit of order', () => {
+  it('a platform call held for one destination does not delay another destination', async () => {
+    const prefix = redis.prefix();
+    const platform = new FakePlatform();
+    const slow = held();
+    platform.gate = (message) => (message.destination.chatId === 'held-0' ? slow.promise : undefined);
+    const a = open({ prefix, platform, name: 'a', slots: 2 });
+    const b = open({ prefix, platform, name: 'b', slots: 2 });
+    await a.records.add(delivery('h1', 'held-0'));
+    await a.records.add(delivery('h2', 'held-0'));
+    await Promise.all([a.outbox.start(), b.outbox.start()]);
+    await within(5_000, "held-0's first send under way", platform.when(() => platform.inFlightTotal === 1));
+    await b.records.add(delivery('q1', 'quick-2'));
+    // The held call is released only once the other destination's delivery went out.
+    await within(5_000, 'quick-2 sent while held-0 is held', platform.when(() => platform.sentTo('quick-2').length === 1));
+    expect(platform.sentTo('held-0')).toEqual([]);
+    slow.release();
+    await within(5_000, "held-0's deliveries sent, in order", platform.when(() => platform.sentTo('held-0').length === 2));
+    expect(platform.sentTo('held-0')).toEqual(['h1', 'h2']);
+    expect(platform.maxInFlightPerChat).toBe(1);
+  });
+
+  it('sends for as many destinations at once as the instances have slots, never two to one destination, each in order', async () => {
+    const prefix = redis.prefix();
+    const platform = new FakePlatform();
+    const everyone = held();
+    // Every send waits until the cluster has its six slots busy: it gets there only if nothing bounds it below.
+    platform.gate = () => everyone.promise;
+    void platform.when(() => platform.inFlightTotal === 6).then(everyone.release);
+    const a = open({ prefix, platform, name: 'a', slots: 3 });
+    const b = open({ prefix, platform, name: 'b', slots: 3 });
+    const chats = Array.from({ length: 8 }, (_, index) => `chat-${index}`);
+    for (let n = 0; n < 3; n++) for (const chat of chats) await (n % 2 === 0 ? a : b).records.add(delivery(`${chat}:${n}`, chat));
+    await Promise.all([a.outbox.start(), b.outbox.start()]);
+    await within(5_000, 'six sends at once across the two instances', platform.when(() => platform.maxInFlightTotal === 6));
+    await within(5_000, 'every delivery sent', platform.when(() => chats.every((chat) => platform.sentTo(chat).length === 3)));
+    for (const chat of chats) expect(platform.sentTo(chat)).toEqual([0, 1, 2].map((n) => `${chat}:${n}`));
+    expect(platform.maxInFlightPerChat).toBe(1);
+    // Bounded by the slots: three an instance.
+    expect(platform.maxInFlightTotal).toBe(6);
+    expect(new Set(platform.seen.map((send) => send.instance))).toEqual(new Set(['a', 'b']));
+  });
+
+  it('a sender killed mid-send: the delivery is sent again elsewhere under its own id, before the later ones of its destination', async () => {
+    const prefix = redis.prefix();
+    const platform = new FakePlatform();
+    const never = held();
+    // Short locks, checked often: the killed instance's drain job moves on within a second.
+    const lease = { lockDurationMs: 600, stalledIntervalMs: 200 };
+    const a = open({ prefix, platform, name: 'a', lease });
+    let firstAttempts = 0;
+    // Its first attempt never answers: the process is about to die.
+    platform.gate = (message) => (message.id === 'k1' && ++firstAttempts === 1 ? never.promise : undefined);
+    await a.records.add(delivery('k1', 'killed'));
+    await a.records.add(delivery('k2', 'killed'));
+    await a.records.add(delivery('o1', 'other'));
+    await a.outbox.start();
+    await within(5_000, 'k1 under way on a', platform.when(() => platform.inFlightTotal >= 1 && platform.sentTo('other').length === 1));
+    const b = open({ prefix, platform, name: 'b', lease });
+    await b.outbox.start();
+    a.kill();
+    await within(8_000, "b sends the killed instance's delivery and the next", platform.when(() => platform.sentTo('killed').length === 2));
+    expect(platform.sentTo('killed')).toEqual(['k1', 'k2']);
+    expect(platform.seen.filter((send) => send.ok && send.message.destination.chatId === 'killed').map((send) => send.instance)).toEqual(['b', 'b']);
+    expect(await b.records.states(['k1', 'k2'])).toEqual(new Map([['k1', 'done'], ['k2', 'done']]));
+  });
+});
