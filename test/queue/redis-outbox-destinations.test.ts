@@ -63,20 +63,20 @@ describe('RedisOutbox: the destination is the unit of order', () => {
     const prefix = redis.prefix();
     const platform = new FakePlatform();
     const everyone = held();
-    // Every send waits until the cluster has its six slots busy: it gets there only if nothing bounds it below.
+    // Every send waits until the cluster has its 20 slots busy: more than the 16 partitions of old, so only without them.
     platform.gate = () => everyone.promise;
-    void platform.when(() => platform.inFlightTotal === 6).then(everyone.release);
-    const a = open({ prefix, platform, name: 'a', slots: 3 });
-    const b = open({ prefix, platform, name: 'b', slots: 3 });
-    const chats = Array.from({ length: 8 }, (_, index) => `chat-${index}`);
-    for (let n = 0; n < 3; n++) for (const chat of chats) await (n % 2 === 0 ? a : b).records.add(delivery(`${chat}:${n}`, chat));
+    void platform.when(() => platform.inFlightTotal === 20).then(everyone.release);
+    const a = open({ prefix, platform, name: 'a', slots: 10 });
+    const b = open({ prefix, platform, name: 'b', slots: 10 });
+    const chats = Array.from({ length: 30 }, (_, index) => `chat-${index}`);
+    for (let n = 0; n < 2; n++) for (const chat of chats) await (n % 2 === 0 ? a : b).records.add(delivery(`${chat}:${n}`, chat));
     await Promise.all([a.outbox.start(), b.outbox.start()]);
-    await within(5_000, 'six sends at once across the two instances', platform.when(() => platform.maxInFlightTotal === 6));
-    await within(5_000, 'every delivery sent', platform.when(() => chats.every((chat) => platform.sentTo(chat).length === 3)));
-    for (const chat of chats) expect(platform.sentTo(chat)).toEqual([0, 1, 2].map((n) => `${chat}:${n}`));
+    await within(5_000, 'twenty sends at once across the two instances', platform.when(() => platform.maxInFlightTotal === 20));
+    await within(5_000, 'every delivery sent', platform.when(() => chats.every((chat) => platform.sentTo(chat).length === 2)));
+    for (const chat of chats) expect(platform.sentTo(chat)).toEqual([0, 1].map((n) => `${chat}:${n}`));
     expect(platform.maxInFlightPerChat).toBe(1);
-    // Bounded by the slots: three an instance.
-    expect(platform.maxInFlightTotal).toBe(6);
+    // Bounded by the slots: ten an instance.
+    expect(platform.maxInFlightTotal).toBe(20);
     expect(new Set(platform.seen.map((send) => send.instance))).toEqual(new Set(['a', 'b']));
   });
 
