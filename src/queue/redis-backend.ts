@@ -67,9 +67,11 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
   let deliveries: Queue | undefined;
   const scheduleRunners: RedisScheduleRunner[] = [];
   try {
-    const requirements = { keys, partitions: config.partitions };
+    const requirements = { keys };
     const suitability = await assertRedisSuitable(commands, requirements);
     for (const warning of suitability.warnings) logger.warn(warning);
+    // The count an earlier version recorded: its `inbound-<p>` and `deliveries-<p>` queues are moved into mailboxes at start.
+    const legacyPartitions = Number(suitability.facts.storedPartitions ?? 0) || 0;
     const watch = new RedisSuitabilityWatch({ redis: commands, requirements, everyMs: config.checkEveryMs, logger, warnings: suitability.warnings });
     const queue = new Queue(keys.deliveriesQueue, { connection: commands, prefix: keys.queuePrefix });
     // Its failures reach the caller of each command; an outage is logged once, by the connection's owner.
@@ -89,7 +91,7 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
       connection: workerConnection,
       keys,
       concurrency: options.concurrency ?? 1,
-      legacyPartitions: config.partitions,
+      legacyPartitions,
       work: config.workers.turns,
       logger,
       ...leases,
@@ -116,7 +118,7 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
       leases: leaseFactory,
       queues: {
         turns,
-        deliveries: (parts) => new RedisOutbox({ parts, records, connect: workerConnection, work: config.workers.deliveries, ...leases }),
+        deliveries: (parts) => new RedisOutbox({ parts, records, connect: workerConnection, work: config.workers.deliveries, legacyPartitions, ...leases }),
       },
       schedules: (services) => {
         // Runs are worked where turns are: an instance that only accepts or only sends adds and removes jobs.

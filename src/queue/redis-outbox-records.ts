@@ -74,6 +74,11 @@ export class RedisOutboxRecords implements OutboxRecords {
     return this.options.keys.queuePrefix;
   }
 
+  /** What moving an earlier version's partitions needs of this outbox's Redis. */
+  get migration(): { readonly redis: Redis; readonly keys: RedisKeys } {
+    return { redis: this.options.redis, keys: this.options.keys };
+  }
+
   /** The queue of the destinations' drain jobs. */
   get queue(): Queue {
     return this.options.queue;
@@ -135,6 +140,38 @@ export class RedisOutboxRecords implements OutboxRecords {
     // Waiting already (a replay): its drain job is added all the same, in case its first producer died before it did.
     if (offered !== 'done') await this.wake(key);
     return created ? 'queued' : 'exists';
+  }
+
+  /**
+   * (Migration) Puts an open job of an earlier version's partition in its destination's
+   * mailbox as it was (attempts, due time): its destination, or undefined when it finished
+   * already; a damaged one is kept aside in the mailboxes' unusable hash.
+   */
+  async adopt(jobId: string, data: unknown): Promise<string | undefined> {
+    const parsed = parseDeliveryJob(data);
+    if (!('job' in parsed)) {
+      await this.options.redis.hset(this.mailboxes.unusable, jobId, JSON.stringify(data ?? null));
+      return undefined;
+    }
+    const key = formatDestination(parsed.job.destination);
+    const [marker] = await this.markers.read([jobId]);
+    if (marker !== undefined && marker.state !== 'open') return undefined;
+    if (marker === undefined) await this.markers.create(jobId, key);
+    await this.mailboxes.offer(key, jobId, JSON.stringify(parsed.job));
+    return key;
+  }
+
+  /** (Migration) Keeps a failed job of an earlier version's partition as a dead letter, listed and retried like any: false when it is damaged or open. */
+  async adoptDeadLetter(jobId: string, data: unknown, reason: string): Promise<boolean> {
+    const parsed = parseDeliveryJob(data);
+    if (!('job' in parsed)) return false;
+    const [marker] = await this.markers.read([jobId]);
+    if (marker?.state === 'open' || marker?.state === 'done') return false;
+    // Counted open for a moment, so that the finish that keeps its data counts it closed again.
+    if (marker === undefined) await this.markers.create(jobId, formatDestination(parsed.job.destination));
+    else await this.markers.reopen(jobId);
+    await this.finish(jobId, 'failed', JSON.stringify(parsed.job), reason);
+    return true;
   }
 
   /** Makes failed deliveries (one by id, or all) pending again at the back of their destination, with a fresh series of attempts. */

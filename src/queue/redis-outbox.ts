@@ -17,6 +17,7 @@ import type { NewDelivery, OutboxPressure, OutboxRecords } from '../store/store.
 import { threadlineTracer } from '../telemetry/tracer.js';
 import { deliveryOf, parseDeliveryJob, type DeliveryJobData } from './delivery-job.js';
 import { consumerContext } from './job-context.js';
+import { migrateLegacyDeliveryPartitions } from './legacy-delivery-partitions.js';
 import { leaseWorkerOptions, logWorkerErrors, type LeaseTimings } from './lease-worker-options.js';
 import type { DestinationDrainData, RedisOutboxRecords } from './redis-outbox-records.js';
 
@@ -38,6 +39,8 @@ export interface RedisOutboxOptions extends LeaseTimings {
   readonly connect: () => Redis | Promise<Redis>;
   /** This instance sends deliveries (THREADLINE_WORKERS has deliveries); otherwise it only records them. */
   readonly work: boolean;
+  /** The partition count an earlier version recorded: what its `deliveries-<p>` queues hold is moved into mailboxes at start. */
+  readonly legacyPartitions?: number;
   /** How often this instance gives a drain job to a destination whose producer died between its push and its add. */
   readonly sweepEveryMs?: number;
 }
@@ -94,10 +97,11 @@ export class RedisOutbox implements DeliveryQueue {
     if (added === 'exists') span.setAttribute('delivery.replayed', true);
   }
 
-  /** With `work`: one worker draining up to maxInFlight destinations at once, and the sweeper. */
+  /** Moves what an earlier version left in partitions into mailboxes; with `work`, drains up to maxInFlight destinations at once. */
   async start(): Promise<void> {
-    if (!this.options.work) return;
     const { records } = this.options;
+    await migrateLegacyDeliveryPartitions({ ...records.migration, records, count: this.options.legacyPartitions ?? 0, logger: this.logger });
+    if (!this.options.work) return;
     const connection = await this.options.connect();
     this.connections.push(connection);
     const worker = new Worker(records.queue.name, (job: Job, token?: string) => runDetached(() => this.process(job, token)), {

@@ -21,7 +21,7 @@ export interface RedisTurnQueueOptions extends LeaseTimings {
   readonly keys: RedisKeys;
   /** THREADLINE_CONCURRENCY: turns this instance runs at once, each of another conversation. */
   readonly concurrency: number;
-  /** THREADLINE_PARTITIONS: the partitioned inbound queues of earlier versions (`inbound-<p>`) are moved into mailboxes at start. */
+  /** The partition count an earlier version recorded: its inbound queues (`inbound-<p>`) are moved into mailboxes at start. */
   readonly legacyPartitions?: number;
   /** How often this instance looks for conversations with work and no drain job; default the stalled interval, else 5 s. */
   readonly sweepEveryMs?: number;
