@@ -127,6 +127,8 @@ export interface InstanceOptions {
   readonly work?: boolean;
   /** The drain jobs' lock and stalled check (short ones to see a killed instance's work move on). */
   readonly lease?: LeaseTimings;
+  /** The partition count an earlier version recorded: its `deliveries-<p>` queues are moved in at start. */
+  readonly legacyPartitions?: number;
 }
 
 /** An instance of the distributed outbox on the test Redis: its connections, records and workers. */
@@ -167,6 +169,7 @@ export function instance(options: InstanceOptions): Instance {
     connect,
     work: options.work ?? true,
     ...options.lease,
+    ...(options.legacyPartitions === undefined ? {} : { legacyPartitions: options.legacyPartitions }),
   });
   let closed = false;
   return {
