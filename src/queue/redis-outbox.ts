@@ -48,6 +48,9 @@ export interface RedisOutboxOptions extends LeaseTimings {
 /** Thrown inside the processor once the job went back to wait: BullMQ then leaves it alone. */
 class HandedBack extends WaitingError {}
 
+/** The drain job's lock is another's: nothing more is done under it, not even a hand-back. */
+class Fenced extends Error {}
+
 /** What became of the head of a mailbox: sent or given up (`finished`), or `unusable` (kept aside). */
 type HeadOutcome = 'finished' | 'unusable';
 
@@ -155,7 +158,7 @@ export class RedisOutbox implements DeliveryQueue {
     try {
       await this.drain(job, token);
     } catch (error) {
-      if (error instanceof WaitingError || error instanceof DelayedError) throw error;
+      if (error instanceof WaitingError || error instanceof DelayedError || error instanceof Fenced) throw error;
       // Our own failure (Redis away, most likely), not the platform's: the delivery is not given up for it.
       this.logger.error({ err: error, job: job.id }, 'delivery failed in Redis; it is sent again');
       await sleep(HAND_BACK_PAUSE_MS, undefined, { signal: this.stopping.signal }).catch(() => undefined);
@@ -253,7 +256,7 @@ export class RedisOutbox implements DeliveryQueue {
   /** The job's lock is another's (its lease lapsed here): that instance drains the destination now, this one stops. */
   private fenced(job: Job): never {
     this.logger.warn({ queue: job.queueName, job: job.id }, 'a drain job lost its lock; another instance drains its destination');
-    throw new Error('the drain job lost its lock: another instance drains its destination');
+    throw new Fenced('the drain job lost its lock: another instance drains its destination');
   }
 
   /** Back to the front of the queue, unfinished: never completed nor failed; the delivery stays at the head of its mailbox. */
