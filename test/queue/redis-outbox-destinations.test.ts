@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { DeliveryError } from '../../src/errors.js';
+import { until } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
 import { FakePlatform, delivery, instance, type Instance, type InstanceOptions } from './redis-outbox-support.js';
 
@@ -78,6 +80,27 @@ describe('RedisOutbox: the destination is the unit of order', () => {
     // Bounded by the slots: ten an instance.
     expect(platform.maxInFlightTotal).toBe(20);
     expect(new Set(platform.seen.map((send) => send.instance))).toEqual(new Set(['a', 'b']));
+  });
+
+  it("a Retry-After frees the slot while it runs: another destination is sent meanwhile, then the waiting one in order", async () => {
+    const prefix = redis.prefix();
+    const platform = new FakePlatform();
+    platform.answer = (message, attempt) =>
+      message.id === 'r1' && attempt === 1 ? new DeliveryError('webhook answered 429', { retryable: true, retryAfterMs: 1_500 }) : undefined;
+    // One slot: waited out in the slot, the Retry-After would hold the other destination too.
+    const a = open({ prefix, platform, slots: 1, maxRetryAfterMs: 5_000 });
+    await a.records.add(delivery('r1', 'R'));
+    await a.records.add(delivery('r2', 'R'));
+    await a.outbox.start();
+    await within(5_000, "r1's first attempt refused", platform.when(() => platform.seen.length === 1));
+    await a.records.add(delivery('q1', 'Q'));
+    await within(1_000, 'q1 sent while R waits out its Retry-After', platform.when(() => platform.sentTo('Q').length === 1));
+    expect(platform.sentTo('R')).toEqual([]);
+    await within(5_000, "R's deliveries sent after the wait, in order", platform.when(() => platform.sentTo('R').length === 2));
+    expect(platform.sentTo('R')).toEqual(['r1', 'r2']);
+    // Counted once recorded done, just after the platform saw it.
+    await until(() => a.outbox.stats().delivered === 3);
+    expect(a.outbox.stats()).toEqual({ delivered: 3, retried: 1, failed: 0 });
   });
 
   it('a sender killed mid-send: the delivery is sent again elsewhere under its own id, before the later ones of its destination', async () => {

@@ -127,6 +127,8 @@ export interface InstanceOptions {
   readonly work?: boolean;
   /** The drain jobs' lock and stalled check (short ones to see a killed instance's work move on). */
   readonly lease?: LeaseTimings;
+  /** THREADLINE_DELIVERY_MAX_RETRY_AFTER_MS; default 1 s. */
+  readonly maxRetryAfterMs?: number;
   /** The partition count an earlier version recorded: its `deliveries-<p>` queues are moved in at start. */
   readonly legacyPartitions?: number;
 }
@@ -158,7 +160,7 @@ export function instance(options: InstanceOptions): Instance {
       options: {
         maxAttempts: options.maxAttempts ?? 5,
         giveUpAfterMs: options.giveUpAfterMs ?? 60_000,
-        backoff: { baseMs: 5, maxMs: 20, maxRetryAfterMs: 1_000 },
+        backoff: { baseMs: 5, maxMs: 20, maxRetryAfterMs: options.maxRetryAfterMs ?? 1_000 },
         maxInFlight: options.slots ?? 10,
         leaseMs: 30_000,
       },
