@@ -180,8 +180,8 @@ export class RedisOutbox implements DeliveryQueue {
       // Empty: the job completes; a delivery pushed from now on finds it active or gone, and gets a successor either way.
       if (head.message === undefined) return;
       if (sends === SENDS_PER_DRAIN) return records.wake(key);
-      // First head of a job: a drain job that died between finishing it and popping it left it there, finished.
-      const done = sends === 0 && (await records.finished(head.message.id));
+      // First head of a job run before (stalled, handed back, delayed): one that died between finishing it and popping it left it there, finished.
+      const done = sends === 0 && job.attemptsStarted > 1 && (await records.finished(head.message.id));
       const outcome: HeadOutcome = done ? 'finished' : await this.deliver(job, lock, head.message);
       const left = await records.mailboxes.pop(key, lock.lockKey, token, head.message.id, outcome === 'unusable');
       if (left === 'fenced') return this.fenced(job);

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DeliveryError } from '../../src/errors.js';
 import { until } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
@@ -125,5 +125,28 @@ describe('RedisOutbox: the destination is the unit of order', () => {
     expect(platform.sentTo('killed')).toEqual(['k1', 'k2']);
     expect(platform.seen.filter((send) => send.ok && send.message.destination.chatId === 'killed').map((send) => send.instance)).toEqual(['b', 'b']);
     expect(await b.records.states(['k1', 'k2'])).toEqual(new Map([['k1', 'done'], ['k2', 'done']]));
+  });
+
+  it('a sender killed after recording a send done, before it left the mailbox: not sent again, and its destination goes on', async () => {
+    const prefix = redis.prefix();
+    const platform = new FakePlatform();
+    const lease = { lockDurationMs: 600, stalledIntervalMs: 200 };
+    const a = open({ prefix, platform, name: 'a', lease });
+    const finish = a.records.finish.bind(a.records);
+    // The process dies right after the send is recorded done, never answering again.
+    vi.spyOn(a.records, 'finish').mockImplementation(async (...args) => {
+      await finish(...args);
+      a.kill();
+      return new Promise<void>(() => undefined);
+    });
+    await a.records.add(delivery('f1', 'F'));
+    await a.records.add(delivery('f2', 'F'));
+    await a.outbox.start();
+    await within(5_000, 'f1 sent by a', platform.when(() => platform.sentTo('F').length === 1));
+    const b = open({ prefix, platform, name: 'b', lease });
+    await b.outbox.start();
+    await within(8_000, 'f2 sent by b', platform.when(() => platform.sentTo('F').length === 2));
+    expect(platform.seen.map((send) => `${send.instance}:${send.message.id}`)).toEqual(['a:f1', 'b:f2']);
+    await until(async () => (await b.records.pressure(1)).open === 0);
   });
 });
