@@ -35,8 +35,8 @@ export function registerDeliveries(program: Command, io: CliIo): void {
       'after',
       '\nThe store is <data dir>/threadline.db, the data dir is --data-dir, else\n' +
         'THREADLINE_DATA_DIR, else ./data. With THREADLINE_REDIS_URL set, the shared\n' +
-        'outbox on Redis instead (THREADLINE_REDIS_PREFIX, THREADLINE_PARTITIONS as the\n' +
-        'gateways have them). Both commands work while the gateway runs.\n\nExamples:\n' +
+        'outbox on Redis instead (THREADLINE_REDIS_PREFIX as the gateways have it).\n' +
+        'Both commands work while the gateway runs.\n\nExamples:\n' +
         '  threadline deliveries list --failed\n  threadline deliveries list --chat 12345 --json\n' +
         '  threadline deliveries retry <id>\n  threadline deliveries retry --all-failed\n',
     );

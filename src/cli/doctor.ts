@@ -238,12 +238,12 @@ async function checkRedisBackend(env: NodeJS.ProcessEnv): Promise<CheckResult[]>
     return [{ ok: false, line: `${where}: ${error.message} [${error.code}]` }];
   }
   try {
-    const { problems, warnings, facts } = await checkRedis(redis, { keys: new RedisKeys(config.prefix), partitions: config.partitions });
-    const recorded = facts.storedPartitions === null ? 'none recorded yet' : `${facts.storedPartitions} recorded`;
+    const { problems, warnings, facts } = await checkRedis(redis, { keys: new RedisKeys(config.prefix) });
+    const legacy = facts.storedPartitions === null ? '' : `; an earlier version's ${facts.storedPartitions} partitions are moved into mailboxes at start`;
     const summary =
       `${where}: reachable, Redis ${facts.version ?? '(version not reported)'}, maxmemory-policy ${facts.evictionPolicy ?? '(not reported)'}, ` +
       `AOF ${facts.aofEnabled === undefined ? '(not reported)' : facts.aofEnabled === '1' ? 'on' : 'off'}, ` +
-      `partitions ${config.partitions} (${recorded}) under prefix ${config.prefix}`;
+      `under prefix ${config.prefix}${legacy}`;
     return [
       { ok: problems.length === 0, line: summary },
       ...problems.map((problem) => ({ ok: false, line: `redis: ${problem} [TL_REDIS_UNSUITABLE]` })),

@@ -173,15 +173,6 @@ export const SETTINGS = {
     format: 'letters, digits, `.`, `_` and `-`',
     description: 'the start of every key and queue name, so several deployments can share one Redis',
   },
-  THREADLINE_PARTITIONS: {
-    kind: 'integer',
-    group: 'redis',
-    default: 16,
-    min: 1,
-    max: 1024,
-    description:
-      'queues the deliveries are spread over (one chat, always the same one); every instance must use the same count: the gateway refuses to start on data written with another. Turns no longer use it: each conversation has a mailbox of its own, and what an earlier version left in its `inbound-<p>` queues is moved into the mailboxes at start (docs/distributed.md)',
-  },
   THREADLINE_WORKERS: {
     kind: 'text',
     group: 'redis',
@@ -224,7 +215,7 @@ export const SETTINGS = {
     min: 100,
     max: 600_000,
     description:
-      'how often a running instance checks again what start-up checked of its Redis (`maxmemory-policy noeviction`, version, partitions): while Redis is unsuitable `/v1/ready` answers 503 and intake refuses messages with `TL_REDIS_UNSUITABLE`, with one error logged and `threadline.redis.unsuitable` counted when it turns so',
+      'how often a running instance checks again what start-up checked of its Redis (`maxmemory-policy noeviction`, version): while Redis is unsuitable `/v1/ready` answers 503 and intake refuses messages with `TL_REDIS_UNSUITABLE`, with one error logged and `threadline.redis.unsuitable` counted when it turns so',
   },
 
   // Webhook platform
@@ -1331,7 +1322,7 @@ export const SETTINGS = {
     default: 'auto',
     format: '`auto`, `sqlite` or `redis`',
     description:
-      "where `threadline send` records its message: `redis`, the outbox on `THREADLINE_REDIS_URL` (refused, exit 1, without it); `sqlite`, the store in `THREADLINE_DATA_DIR`; `auto`, Redis when `THREADLINE_REDIS_URL` is set. The gateway sets it for the commands it runs, with its own `THREADLINE_DATA_DIR`, `THREADLINE_REDIS_PREFIX` and `THREADLINE_PARTITIONS`, and `THREADLINE_REDIS_URL` when that holds no credentials (no user, password or query)",
+      "where `threadline send` records its message: `redis`, the outbox on `THREADLINE_REDIS_URL` (refused, exit 1, without it); `sqlite`, the store in `THREADLINE_DATA_DIR`; `auto`, Redis when `THREADLINE_REDIS_URL` is set. The gateway sets it for the commands it runs, with its own `THREADLINE_DATA_DIR` and `THREADLINE_REDIS_PREFIX`, and `THREADLINE_REDIS_URL` when that holds no credentials (no user, password or query)",
   },
   THREADLINE_TERMINAL_USER: {
     kind: 'text',

@@ -6,7 +6,7 @@ import type { OutboxStats } from './outbox-stats.js';
 
 /**
  * What the pipeline asks of whatever sends its deliveries: the embedded outbox (the store's
- * rows, a claim loop) or the distributed one (BullMQ partitions on Redis). The router records
+ * rows, a claim loop) or the distributed one (mailboxes per destination on Redis). The router records
  * through send(); the gateway starts, stops and reads it.
  */
 export interface DeliveryQueue {

@@ -64,8 +64,6 @@ export interface RedisConfig {
   readonly url: string;
   /** Of every key and queue name. */
   readonly prefix: string;
-  /** Inbound and delivery queues each; the same on every instance. */
-  readonly partitions: number;
   /** The queues this instance works; it accepts messages either way. */
   readonly workers: { readonly turns: boolean; readonly deliveries: boolean };
   /** THREADLINE_INSTANCE_ID: stable across restarts; owns the background commands it starts. */
@@ -199,14 +197,13 @@ export function readRedisConfig(env: NodeJS.ProcessEnv): RedisConfig | undefined
   if (!REDIS_PREFIX.test(prefix)) {
     throw new ConfigError('THREADLINE_REDIS_PREFIX', `"${prefix}" is not 1 to 64 letters, digits, ".", "_" or "-"`);
   }
-  const partitions = readInteger(env, 'THREADLINE_PARTITIONS');
   const workers = parseWorkers(readText(env, 'THREADLINE_WORKERS'));
   const instanceId = readInstanceId(env);
   const leaseMs = readInteger(env, 'THREADLINE_INSTANCE_LEASE_MS');
   const checkEveryMs = readInteger(env, 'THREADLINE_REDIS_CHECK_INTERVAL_MS');
   const fsync = readChoice(env, 'THREADLINE_REDIS_FSYNC');
   const url = readRedisUrl(env, 'THREADLINE_REDIS_URL');
-  return url === undefined ? undefined : { url, prefix, partitions, workers, instanceId, leaseMs, checkEveryMs, fsync };
+  return url === undefined ? undefined : { url, prefix, workers, instanceId, leaseMs, checkEveryMs, fsync };
 }
 
 function parseWorkers(value: string): RedisConfig['workers'] {

@@ -1,3 +1,4 @@
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { GatewayQueues } from '../gateway/gateway-options.js';
@@ -8,7 +9,6 @@ import { assertRedisFsync } from '../store/redis/redis-fsync.js';
 import { assertRedisSuitable } from '../store/redis/redis-requirements.js';
 import { RedisStore } from '../store/redis/redis-store.js';
 import type { ScheduleRunnerFactory } from '../tools/cron/index.js';
-import { DeliveryQueues } from './delivery-queues.js';
 import { InstanceHeartbeat } from './instance-heartbeat.js';
 import type { LeaseFactory } from '../lease/lease.js';
 import { redisLeaseFactory } from './leader-lease.js';
@@ -65,21 +65,24 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
     workerConnections.push(connection);
     return connection;
   };
-  let deliveryQueues: DeliveryQueues | undefined;
+  let deliveries: Queue | undefined;
   const scheduleRunners: RedisScheduleRunner[] = [];
   try {
-    const requirements = { keys, partitions: config.partitions };
+    const requirements = { keys };
     const suitability = await assertRedisSuitable(commands, requirements);
     await assertRedisFsync(commands, config.fsync);
     for (const warning of suitability.warnings) logger.warn(warning);
+    // The count an earlier version recorded: its `inbound-<p>` and `deliveries-<p>` queues are moved into mailboxes at start.
+    const legacyPartitions = Number(suitability.facts.storedPartitions ?? 0) || 0;
     const watch = new RedisSuitabilityWatch({ redis: commands, requirements, everyMs: config.checkEveryMs, logger, warnings: suitability.warnings });
-    deliveryQueues = new DeliveryQueues(commands, keys, config.partitions);
-    const queues = deliveryQueues;
+    const queue = new Queue(keys.deliveriesQueue, { connection: commands, prefix: keys.queuePrefix });
+    // Its failures reach the caller of each command; an outage is logged once, by the connection's owner.
+    queue.on('error', () => undefined);
+    deliveries = queue;
     const records = new RedisOutboxRecords({
       redis: commands,
-      queue: (index) => queues.queue(index),
+      queue,
       keys,
-      partitions: config.partitions,
       deadLetterRetentionMs: options.deadLetterRetentionMs,
       // A process still in the table is reported with its process (ProcessTable.unreported), not as a lost notice.
       processUnreported: async (id) => (await store.processes.get(id)) !== undefined,
@@ -90,7 +93,7 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
       connection: workerConnection,
       keys,
       concurrency: options.concurrency ?? 1,
-      legacyPartitions: config.partitions,
+      legacyPartitions,
       work: config.workers.turns,
       logger,
       ...leases,
@@ -105,7 +108,7 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
         await watch.stop();
         await Promise.allSettled(scheduleRunners.splice(0).map((runner) => runner.stop()));
         await heartbeat.stop();
-        await queues.close();
+        await queue.close();
         for (const connection of workerConnections.splice(0)) connection.disconnect();
         await commands.quit().catch(() => commands.disconnect());
       },
@@ -117,7 +120,7 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
       leases: leaseFactory,
       queues: {
         turns,
-        deliveries: (parts) => new RedisOutbox({ parts, records, connect: workerConnection, work: config.workers.deliveries, ...leases }),
+        deliveries: (parts) => new RedisOutbox({ parts, records, connect: workerConnection, work: config.workers.deliveries, legacyPartitions, ...leases }),
       },
       schedules: (services) => {
         // Runs are worked where turns are: an instance that only accepts or only sends adds and removes jobs.
@@ -137,7 +140,7 @@ export async function openRedisBackend(config: RedisConfig, options: RedisBacken
       },
     };
   } catch (error) {
-    await deliveryQueues?.close().catch(() => {});
+    await deliveries?.close().catch(() => {});
     commands.disconnect();
     throw error;
   }

@@ -1,6 +1,6 @@
-import type { Job, JobType, KeepJobs, Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { formatDestination, type DeliveryRecord, type DeliveryStatus, type Destination } from '../session/delivery.js';
+import { formatDestination, type DeliveryRecord, type DeliveryStatus } from '../session/delivery.js';
 import { getSession, type RoutingSnapshot } from '../session/index.js';
 import type { RedisKeys } from '../store/redis/redis-keys.js';
 import {
@@ -14,27 +14,25 @@ import {
 } from '../store/store.js';
 import { deliveryJobId, deliveryOf, parseDeliveryJob, type DeliveryJobData } from './delivery-job.js';
 import { jobContextOf, type JobContext } from './job-context.js';
-import { OutboxMarkers } from './outbox-markers.js';
-import { partitionOf } from './partition.js';
+import { keptAWeek } from './lease-worker-options.js';
+import { Mailboxes } from './mailboxes.js';
+import { OutboxMarkers, type FinishedRecord } from './outbox-markers.js';
 
 /** How long done deliveries stay listed, as the embedded store keeps its done rows: a day. */
 export const DONE_RETENTION_MS = 24 * 60 * 60 * 1000;
-/** Done jobs kept per partition at most, whatever their age: a busy chat cannot fill Redis with its history. */
-const DONE_KEPT_PER_PARTITION = 10_000;
-/** Jobs read from Redis at a time while listing: memory stays bounded however many are kept. */
+/** Finished deliveries read from Redis at a time while listing: memory stays bounded however many are kept. */
 const PAGE = 500;
-/** BullMQ's name for every delivery job; the queue says what it is. */
-export const DELIVERY_JOB_NAME = 'delivery';
-
-const OPEN_TYPES: JobType[] = ['active', 'wait', 'prioritized', 'delayed'];
+/** Destinations whose head is read for the oldest open delivery: those whose head moved longest ago. */
+const OLDEST_HEADS = 100;
+/** Drain jobs failed (a Redis error mid-drain; the sweeper gives their destination a new one): kept a week, bounded. */
+const REMOVE_ON_FAIL = keptAWeek(1_000);
 
 export interface RedisOutboxRecordsOptions {
-  /** For the outbox's own commands (markers and counters). */
+  /** For the outbox's own commands (mailboxes, markers and counters). */
   readonly redis: Redis;
-  /** The BullMQ queue of a partition (DeliveryQueues.queue). */
-  readonly queue: (index: number) => Queue;
+  /** The BullMQ queue of the destinations' drain jobs (`deliveries`), over the same connection. */
+  readonly queue: Queue;
   readonly keys: RedisKeys;
-  readonly partitions: number;
   /** How long a dead letter is kept (THREADLINE_DEAD_LETTER_RETENTION_MS). */
   readonly deadLetterRetentionMs: number;
   /** How long a done delivery is kept, for listing and replays; default a day. */
@@ -46,67 +44,89 @@ export interface RedisOutboxRecordsOptions {
   readonly processUnreported?: (processId: string) => Promise<boolean>;
 }
 
+/** A drain job: only the destination it drains; the deliveries wait in its mailbox. */
+export interface DestinationDrainData {
+  readonly key: string;
+}
+
 /**
- * The distributed outbox's records: each delivery is a BullMQ job in its destination's
- * partition queue (`deliveries-<p>`), with a marker beside it (OutboxMarkers) that makes a
- * second add of one id a no-op and keeps the open-delivery counters. The queues' workers
- * (RedisOutbox) send; this answers everything else the gateway and the CLI ask of an outbox.
+ * The distributed outbox's records. The destination is the unit of order: each delivery waits
+ * in its destination's mailbox (Mailboxes, namespace `outbox`, keyed by formatDestination),
+ * and the `deliveries` queue holds one drain job per destination with work (plus one
+ * successor). A marker beside each delivery (OutboxMarkers) makes a second add of one id a
+ * no-op, keeps the open counters, and keeps the finished ones listable (done a day, dead
+ * letters THREADLINE_DEAD_LETTER_RETENTION_MS). The drain jobs (RedisOutbox) send; this
+ * answers everything else the gateway and the CLI ask of an outbox.
  */
 export class RedisOutboxRecords implements OutboxRecords {
+  readonly mailboxes: Mailboxes;
   private readonly markers: OutboxMarkers;
   private readonly doneRetentionMs: number;
 
   constructor(private readonly options: RedisOutboxRecordsOptions) {
+    this.mailboxes = new Mailboxes(options.redis, options.keys, 'outbox');
     this.markers = new OutboxMarkers(options.redis, options.keys);
     this.doneRetentionMs = options.doneRetentionMs ?? DONE_RETENTION_MS;
   }
 
-  get partitions(): number {
-    return this.options.partitions;
-  }
-
-  /** BullMQ's prefix of the queues, for their workers. */
+  /** BullMQ's prefix of the queue, for its workers. */
   get queuePrefix(): string {
     return this.options.keys.queuePrefix;
   }
 
-  /** The queue of partition `index`. */
-  queue(index: number): Queue {
-    return this.options.queue(index);
+  /** What moving an earlier version's partitions needs of this outbox's Redis. */
+  get migration(): { readonly redis: Redis; readonly keys: RedisKeys } {
+    return { redis: this.options.redis, keys: this.options.keys };
   }
 
-  /** The queue of `destination`'s partition: all its deliveries go there, so they keep their order. */
-  queueOf(destination: Destination): Queue {
-    return this.options.queue(partitionOf(formatDestination(destination), this.options.partitions));
+  /** The queue of the destinations' drain jobs. */
+  get queue(): Queue {
+    return this.options.queue;
+  }
+
+  /** Adds `key`'s drain job: nothing when one waits, its successor when one runs (BullMQ's deduplication). */
+  async wake(key: string): Promise<void> {
+    const data: DestinationDrainData = { key };
+    await this.options.queue.add('drain', data, {
+      deduplication: { id: key, keepLastIfActive: true },
+      attempts: 1,
+      removeOnComplete: true,
+      removeOnFail: REMOVE_ON_FAIL,
+    });
   }
 
   /**
-   * A worker finished the job: no longer counted open; its marker kept as long as the job is.
-   * A second finish of one job (run again after a crash) changes nothing.
+   * A drain job finished delivery `jobId`: no longer counted open, its last `data` kept as long
+   * as its state is listed. A second finish (run again after a crash) changes nothing.
    */
-  async finish(job: Job, state: 'done' | 'failed'): Promise<void> {
+  async finish(jobId: string, state: 'done' | 'failed', data: string, reason?: string): Promise<void> {
     const retention = state === 'done' ? this.doneRetentionMs : this.options.deadLetterRetentionMs;
-    await this.markers.move(job.id ?? '', state, retention);
+    await this.markers.finish(jobId, state, retention, data, reason);
+  }
+
+  /** True when delivery `jobId` finished already (its drain job died between its finish and its pop). */
+  async finished(jobId: string): Promise<boolean> {
+    const [marker] = await this.markers.read([jobId]);
+    return marker !== undefined && marker.state !== 'open';
   }
 
   /**
-   * Queues the delivery as a job of its destination's partition: 'queued', or 'exists' when
-   * its id was recorded before (nothing changes). Never 'claimed': the queue's workers send.
+   * Puts the delivery in its destination's mailbox: 'queued', or 'exists' when its id was
+   * recorded before (nothing changes). Never 'claimed': the drain jobs send.
    */
   add(delivery: NewDelivery): Promise<AddOutcome> {
-    return this.addJob(delivery, undefined);
+    return this.addToMailbox(delivery, undefined);
   }
 
-  /** Queues a delivery that must not be sent: its worker fails it at once (a dead letter). 'exists' as add(). */
+  /** Queues a delivery that must not be sent: its drain job fails it at once (a dead letter). 'exists' as add(). */
   addRefused(delivery: NewDelivery, reason: string): Promise<AddOutcome> {
-    return this.addJob(delivery, reason);
+    return this.addToMailbox(delivery, reason);
   }
 
-  private async addJob(delivery: NewDelivery, refused: string | undefined): Promise<AddOutcome> {
-    const field = formatDestination(delivery.destination);
-    const partition = partitionOf(field, this.options.partitions);
+  private async addToMailbox(delivery: NewDelivery, refused: string | undefined): Promise<AddOutcome> {
+    const key = formatDestination(delivery.destination);
     const jobId = deliveryJobId(delivery.id);
-    const { created, state } = await this.markers.create(jobId, partition, field);
+    const { created, state } = await this.markers.create(jobId, key);
     if (!created && state !== 'open') return 'exists';
     const data: DeliveryJobData = {
       ...delivery,
@@ -115,66 +135,81 @@ export class RedisOutboxRecords implements OutboxRecords {
       context: producerContext(delivery.origin),
       ...(refused === undefined ? {} : { refused }),
     };
-    // Also for a marker found open: an add cut off between the marker and its job left no job; BullMQ ignores a second add of one id.
-    await this.options.queue(partition).add(DELIVERY_JOB_NAME, data, {
-      jobId,
-      attempts: 1,
-      removeOnComplete: { age: seconds(this.doneRetentionMs), count: DONE_KEPT_PER_PARTITION },
-      removeOnFail: keepFor(this.options.deadLetterRetentionMs),
-    });
+    // Also for a marker found open: an add cut off between its marker and its mailbox left it out; the mailbox takes an id once.
+    const offered = await this.mailboxes.offer(key, jobId, JSON.stringify(data));
+    // Waiting already (a replay): its drain job is added all the same, in case its first producer died before it did.
+    if (offered !== 'done') await this.wake(key);
     return created ? 'queued' : 'exists';
   }
 
-  /** Makes failed deliveries (one by id, or all) pending again at the back of their partition, with a fresh series of attempts. */
-  async retryFailed(id: string | undefined): Promise<number> {
-    if (id !== undefined) return (await this.retryOne(id)) ? 1 : 0;
-    let retried = 0;
-    for (let partition = 0; partition < this.options.partitions; partition++) {
-      const queue = this.options.queue(partition);
-      // Retried jobs leave the failed set; ones that could not be retried are stepped over.
-      let skipped = 0;
-      for (;;) {
-        const jobs = (await queue.getJobs(['failed'], skipped, skipped + PAGE - 1)) as Job[];
-        if (jobs.length === 0) break;
-        for (const job of jobs) {
-          if (await this.retryJob(job)) retried++;
-          else skipped++;
-        }
-      }
+  /**
+   * (Migration) Puts an open job of an earlier version's partition in its destination's
+   * mailbox as it was (attempts, due time): its destination, or undefined when it finished
+   * already; a damaged one is kept aside in the mailboxes' unusable hash.
+   */
+  async adopt(jobId: string, data: unknown): Promise<string | undefined> {
+    const parsed = parseDeliveryJob(data);
+    if (!('job' in parsed)) {
+      await this.options.redis.hset(this.mailboxes.unusable, jobId, JSON.stringify(data ?? null));
+      return undefined;
     }
+    const key = formatDestination(parsed.job.destination);
+    const [marker] = await this.markers.read([jobId]);
+    if (marker !== undefined && marker.state !== 'open') return undefined;
+    if (marker === undefined) await this.markers.create(jobId, key);
+    await this.mailboxes.offer(key, jobId, JSON.stringify(parsed.job));
+    return key;
+  }
+
+  /** (Migration) Keeps a failed job of an earlier version's partition as a dead letter, listed and retried like any: false when it is damaged or open. */
+  async adoptDeadLetter(jobId: string, data: unknown, reason: string): Promise<boolean> {
+    const parsed = parseDeliveryJob(data);
+    if (!('job' in parsed)) return false;
+    const [marker] = await this.markers.read([jobId]);
+    if (marker?.state === 'open' || marker?.state === 'done') return false;
+    // Counted open for a moment, so that the finish that keeps its data counts it closed again.
+    if (marker === undefined) await this.markers.create(jobId, formatDestination(parsed.job.destination));
+    else await this.markers.reopen(jobId);
+    await this.finish(jobId, 'failed', JSON.stringify(parsed.job), reason);
+    return true;
+  }
+
+  /** Makes failed deliveries (one by id, or all) pending again at the back of their destination, with a fresh series of attempts. */
+  async retryFailed(id: string | undefined): Promise<number> {
+    if (id !== undefined) return (await this.retryOne(deliveryJobId(id))) ? 1 : 0;
+    let retried = 0;
+    // Bounded as the index is (FINISHED_KEPT).
+    for (const jobId of await this.options.redis.zrange(this.markers.index('failed'), 0, -1)) if (await this.retryOne(jobId)) retried++;
     return retried;
   }
 
   async list(filter: { readonly failedOnly?: boolean; readonly chatId?: string; readonly limit: number }): Promise<DeliveryRecord[]> {
-    const types: JobType[] = filter.failedOnly === true ? ['failed'] : [...OPEN_TYPES, 'completed', 'failed'];
     const newest = new Newest<DeliveryRecord>(filter.limit, (a, b) => b.createdAt - a.createdAt || compare(b.id, a.id));
-    for (let partition = 0; partition < this.options.partitions; partition++) {
-      for (const type of types) {
-        // Each list is read newest first; once `limit` of it match, older ones cannot make the cut.
-        let matched = 0;
-        await this.scan(partition, type, (job) => {
-          const record = toRecord(job, type);
-          if (record === undefined || (filter.chatId !== undefined && record.destination.chatId !== filter.chatId)) return true;
-          newest.add(record);
-          return ++matched < filter.limit;
-        });
-      }
+    const keep = (record: DeliveryRecord | undefined): void => {
+      if (record !== undefined && (filter.chatId === undefined || record.destination.chatId === filter.chatId)) newest.add(record);
+    };
+    if (filter.failedOnly !== true) for (const open of await this.open()) keep(openRecord(open.data, open.status));
+    for (const state of filter.failedOnly === true ? (['failed'] as const) : (['done', 'failed'] as const)) {
+      // Each index is read newest first; once `limit` of it match, older ones cannot make the cut.
+      let matched = 0;
+      await this.scanFinished(state, (finished) => {
+        const record = finishedRecord(finished);
+        if (record === undefined || (filter.chatId !== undefined && record.destination.chatId !== filter.chatId)) return true;
+        newest.add(record);
+        return ++matched < filter.limit;
+      });
     }
     return newest.sorted();
   }
 
-  /** From the counters; the oldest open delivery from each partition's running and next job, so it costs two reads a partition. */
+  /** From the counters; the oldest open delivery from the heads that moved longest ago, so it costs one script. */
   async pressure(maxOpenPerDestination: number): Promise<OutboxPressure> {
     const { redis, keys } = this.options;
-    const [total, counts] = await Promise.all([redis.get(keys.openDeliveriesTotal), redis.hvals(keys.openDeliveries)]);
+    const [total, counts, heads] = await Promise.all([redis.get(keys.openDeliveriesTotal), redis.hvals(keys.openDeliveries), this.mailboxes.heads(OLDEST_HEADS)]);
     let oldestOpenSince: number | undefined;
-    for (let partition = 0; partition < this.options.partitions; partition++) {
-      const queue = this.options.queue(partition);
-      const [active, next] = await Promise.all([queue.getJobs(['active'], 0, 0), queue.getJobs(['wait'], 0, 0, true)]);
-      for (const job of [...active, ...next]) {
-        const since = (job.data as Partial<DeliveryJobData> | undefined)?.attemptsSince;
-        if (typeof since === 'number' && (oldestOpenSince === undefined || since < oldestOpenSince)) oldestOpenSince = since;
-      }
+    for (const head of heads) {
+      const since = (readData(head.data) as Partial<DeliveryJobData> | undefined)?.attemptsSince;
+      if (typeof since === 'number' && (oldestOpenSince === undefined || since < oldestOpenSince)) oldestOpenSince = since;
     }
     return {
       open: Math.max(0, Number(total ?? 0)),
@@ -187,18 +222,17 @@ export class RedisOutboxRecords implements OutboxRecords {
     const filtered = query.chatId !== undefined || query.threadId !== undefined;
     const newest = new Newest<DeliveryState>(query.limit, (a, b) => b.attemptsSince - a.attemptsSince || compare(b.id, a.id));
     const candidates: DeliveryState[] = [];
-    for (let partition = 0; partition < this.options.partitions; partition++) {
-      for (const type of [...OPEN_TYPES, 'failed'] as JobType[]) {
-        await this.scan(partition, type, (job) => {
-          const state = toState(job, type);
-          if (state === undefined || state.attemptsSince >= query.before) return true;
-          if (filtered && !destinationMatches(state.destination, query) && !originMatches(state.origin, query)) return true;
-          candidates.push(state);
-          return true;
-        });
-        for (const state of await this.withoutUnreportedNotices(candidates.splice(0))) newest.add(state);
-      }
-    }
+    const consider = (state: DeliveryState | undefined): void => {
+      if (state === undefined || state.attemptsSince >= query.before) return;
+      if (filtered && !destinationMatches(state.destination, query) && !originMatches(state.origin, query)) return;
+      candidates.push(state);
+    };
+    for (const open of await this.open()) consider(toState(openRecord(open.data, open.status)));
+    await this.scanFinished('failed', (finished) => {
+      consider(toState(finishedRecord(finished)));
+      return true;
+    });
+    for (const state of await this.withoutUnreportedNotices(candidates)) newest.add(state);
     return newest.sorted();
   }
 
@@ -215,54 +249,59 @@ export class RedisOutboxRecords implements OutboxRecords {
             states.set(id, marker.state);
             return;
           }
-          const jobState = await this.options.queue(marker.partition % this.options.partitions).getJobState(deliveryJobId(id));
-          states.set(id, jobState === 'unknown' ? 'pending' : statusOf(jobState));
+          states.set(id, (await this.sending(marker.field, deliveryJobId(id))) ? 'sending' : 'pending');
         }),
       );
     }
     return states;
   }
 
-  /** The failed job of delivery `id`, made pending again; false when there is none. */
-  private async retryOne(id: string): Promise<boolean> {
-    const jobId = deliveryJobId(id);
-    const [marker] = await this.markers.read([jobId]);
-    // Its marker names its partition; without one (expired), every partition is asked.
-    const partitions = marker !== undefined ? [marker.partition % this.options.partitions] : [...Array(this.options.partitions).keys()];
-    for (const partition of partitions) {
-      const job = (await this.options.queue(partition).getJob(jobId)) as Job | undefined;
-      if (job !== undefined) return this.retryJob(job);
-    }
-    return false;
+  /** True while `jobId` is the head of `key`'s mailbox and a drain job holds its lock. */
+  private async sending(key: string, jobId: string): Promise<boolean> {
+    const { redis } = this.options;
+    const base = `${this.queuePrefix}:${this.options.queue.name}:`;
+    const [head, drain] = await Promise.all([redis.lindex(this.mailboxes.mailbox(key), 0), redis.get(`${base}de:${key}`)]);
+    return head === jobId && drain !== null && (await redis.exists(`${base}${drain}:lock`)) > 0;
   }
 
-  /** A failed job back to wait with a fresh series of attempts, then counted open again. */
-  private async retryJob(job: Job): Promise<boolean> {
-    if ((await job.getState()) !== 'failed' || job.id === undefined) return false;
-    const parsed = parseDeliveryJob(job.data);
-    if ('job' in parsed) {
-      // Retried by hand, a refused delivery is sent: the operator decided.
-      const { dueAt: _dueAt, lastError: _lastError, refused: _refused, ...data } = parsed.job;
-      await job.updateData({ ...data, attempts: 0, attemptsSince: Date.now() });
+  /** Every open delivery, by destination, with the head of a mailbox being drained as 'sending'. */
+  private async open(): Promise<Array<{ data: string; status: DeliveryStatus }>> {
+    const open: Array<{ data: string; status: DeliveryStatus }> = [];
+    for (const key of await this.mailboxes.keysWithWork()) {
+      const ids = await this.mailboxes.ids(key);
+      const data = await this.mailboxes.read(ids);
+      const headSending = ids.length > 0 && (await this.sending(key, ids[0]!));
+      data.forEach((each, index) => {
+        if (each !== undefined) open.push({ data: each, status: index === 0 && headSending ? 'sending' : 'pending' });
+      });
     }
-    try {
-      await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
-    } catch {
-      // Retried by someone else meanwhile, or pruned: not ours to count.
-      return false;
-    }
-    // After the retry, not before: a job that runs with its marker still failed finishes without touching the counters.
-    await this.markers.move(job.id, 'open', undefined);
+    return open;
+  }
+
+  /** The dead letter `jobId` back at the back of its destination's mailbox, with a fresh series of attempts; false when it is none. */
+  private async retryOne(jobId: string): Promise<boolean> {
+    const [marker] = await this.markers.read([jobId]);
+    if (marker?.state !== 'failed') return false;
+    const data = await this.options.redis.hget(this.markers.key(jobId), 'd');
+    const parsed = parseDeliveryJob(readData(data ?? ''));
+    if (!('job' in parsed)) return false;
+    // Retried by hand, a refused delivery is sent: the operator decided.
+    const { dueAt: _dueAt, lastError: _lastError, refused: _refused, ...rest } = parsed.job;
+    const fresh: DeliveryJobData = { ...rest, attempts: 0, attemptsSince: Date.now() };
+    // Reopened first: retried by someone else meanwhile, it is not ours to count.
+    if (!(await this.markers.reopen(jobId))) return false;
+    const key = formatDestination(fresh.destination);
+    await this.mailboxes.offer(key, jobId, JSON.stringify(fresh), true);
+    await this.wake(key);
     return true;
   }
 
-  /** Visits the jobs of one state of one partition, newest first, a page at a time, while `visit` says go on. */
-  private async scan(partition: number, type: JobType, visit: (job: Job) => boolean): Promise<void> {
-    const queue = this.options.queue(partition);
+  /** Visits the finished deliveries in `state`, newest first, a page at a time, while `visit` says go on. */
+  private async scanFinished(state: 'done' | 'failed', visit: (record: FinishedRecord) => boolean): Promise<void> {
     for (let start = 0; ; start += PAGE) {
-      const jobs = (await queue.getJobs([type], start, start + PAGE - 1)) as Job[];
-      for (const job of jobs) if (job !== undefined && !visit(job)) return;
-      if (jobs.length < PAGE) return;
+      const { records, more } = await this.markers.finished(state, start, PAGE);
+      for (const record of records) if (!visit(record)) return;
+      if (!more) return;
     }
   }
 
@@ -278,43 +317,41 @@ export class RedisOutboxRecords implements OutboxRecords {
   }
 }
 
-/** The context a job carries: the active one inside a session (the router's span), else the origin's routing with no span. */
+/** The context a delivery carries: the active one inside a session (the router's span), else the origin's routing with no span. */
 function producerContext(origin: RoutingSnapshot): JobContext {
   return getSession() === undefined ? { routing: origin, carrier: {} } : jobContextOf(undefined, origin);
 }
 
-/** A BullMQ job state as threadline names it. */
-export function statusOf(state: string): DeliveryStatus {
-  switch (state) {
-    case 'active':
-      return 'sending';
-    case 'completed':
-      return 'done';
-    case 'failed':
-      return 'failed';
-    default:
-      return 'pending';
+function readData(data: string): unknown {
+  try {
+    return JSON.parse(data) as unknown;
+  } catch {
+    return undefined;
   }
 }
 
-function toRecord(job: Job, type: JobType): DeliveryRecord | undefined {
-  const parsed = parseDeliveryJob(job.data);
+function openRecord(data: string, status: DeliveryStatus): DeliveryRecord | undefined {
+  const parsed = parseDeliveryJob(readData(data));
   if (!('job' in parsed)) return undefined;
-  const data = parsed.job;
-  const status = statusOf(type);
-  const lastError = status === 'failed' ? job.failedReason || data.lastError : data.lastError;
-  const finished = status === 'done' || status === 'failed';
+  const job = parsed.job;
+  return { ...deliveryOf(job), status, dueAt: job.dueAt ?? job.attemptsSince, ...(job.lastError === undefined ? {} : { lastError: job.lastError }) };
+}
+
+function finishedRecord(finished: FinishedRecord): DeliveryRecord | undefined {
+  const parsed = parseDeliveryJob(readData(finished.data));
+  if (!('job' in parsed)) return undefined;
+  const job = parsed.job;
+  const lastError = finished.state === 'failed' ? finished.reason || job.lastError : job.lastError;
   return {
-    ...deliveryOf(data),
-    status,
-    dueAt: data.dueAt ?? data.attemptsSince,
+    ...deliveryOf(job),
+    status: finished.state,
+    dueAt: job.dueAt ?? job.attemptsSince,
     ...(lastError === undefined || lastError === '' ? {} : { lastError }),
-    ...(finished && job.finishedOn !== undefined ? { finishedAt: job.finishedOn } : {}),
+    finishedAt: finished.finishedAt,
   };
 }
 
-function toState(job: Job, type: JobType): DeliveryState | undefined {
-  const record = toRecord(job, type);
+function toState(record: DeliveryRecord | undefined): DeliveryState | undefined {
   if (record === undefined) return undefined;
   const origin = record.origin as unknown;
   return {
@@ -352,19 +389,6 @@ function safeDecode(part: string): string {
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
-}
-
-function seconds(ms: number): number {
-  return Math.max(1, Math.ceil(ms / 1000));
-}
-
-/** Dead letters kept per partition at most, however young. */
-const DEAD_LETTERS_KEPT = 10_000;
-
-/** BullMQ's removeOnFail for a retention: none kept when it is 0. */
-function keepFor(ms: number): KeepJobs | boolean {
-  // Bounded by count as well: a flood of dead letters must not fill a noeviction Redis.
-  return ms <= 0 ? true : { age: seconds(ms), count: DEAD_LETTERS_KEPT };
 }
 
 /** The first `limit` of what is added, by `order`, in bounded memory. */

@@ -21,7 +21,7 @@ export interface RedisTurnQueueOptions extends LeaseTimings {
   readonly keys: RedisKeys;
   /** THREADLINE_CONCURRENCY: turns this instance runs at once, each of another conversation. */
   readonly concurrency: number;
-  /** THREADLINE_PARTITIONS: the partitioned inbound queues of earlier versions (`inbound-<p>`) are moved into mailboxes at start. */
+  /** The partition count an earlier version recorded: its inbound queues (`inbound-<p>`) are moved into mailboxes at start. */
   readonly legacyPartitions?: number;
   /** How often this instance looks for conversations with work and no drain job; default the stalled interval, else 5 s. */
   readonly sweepEveryMs?: number;
@@ -245,7 +245,8 @@ export class RedisTurnQueue implements TurnQueue {
         // As the gateway leaves such a message pending in the store, its mailbox keeps it at the head.
         if (this.closing && aborted) return this.handBack(job, token);
       }
-      head = await mailboxes.pop(key, lockKey, token, head.message.id, message === undefined);
+      const left = await mailboxes.pop(key, lockKey, token, head.message.id, message === undefined);
+      head = left === 'fenced' ? { fenced: true } : left === 0 ? { fenced: false } : await mailboxes.peek(key, lockKey, token);
     }
   }
 

@@ -11,7 +11,7 @@ import type { GatewayConfig } from '../gateway/gateway-config.js';
  *   tokens it never sees;
  * - THREADLINE_DATA_DIR: absolute, as a command runs in the data dir, where `./data` is another;
  * - THREADLINE_SEND_STORE: `sqlite` or `redis`, so a send never falls back to a store this
- *   gateway does not read; on Redis also its THREADLINE_REDIS_PREFIX and THREADLINE_PARTITIONS,
+ *   gateway does not read; on Redis also its THREADLINE_REDIS_PREFIX,
  *   and THREADLINE_REDIS_URL when it holds no credentials: a command learns the address, which
  *   any process that can reach that Redis could use as well. With a password it is withheld, as
  *   every secret is, and the command's send fails, saying so.
@@ -24,7 +24,6 @@ export function commandSettings(config: GatewayConfig, platforms: readonly strin
   const { redis } = config;
   if (store === 'sqlite' || redis === undefined) return settings;
   settings['THREADLINE_REDIS_PREFIX'] = redis.prefix;
-  settings['THREADLINE_PARTITIONS'] = String(redis.partitions);
   // A command run as another account (THREADLINE_TERMINAL_USER) is kept out of the store, Redis included.
   if (!mayHoldCredentials(redis.url) && config.tools.terminal.runAs === undefined) settings['THREADLINE_REDIS_URL'] = redis.url;
   return settings;

@@ -24,14 +24,14 @@ async function seed(): Promise<{ env: NodeJS.ProcessEnv; outbox: Instance; platf
   const platform = new FakePlatform();
   let refusing = true;
   platform.answer = (message) => (message.id === 'dead:1' && refusing ? refused() : undefined);
-  const outbox = instance({ url: redis.url, prefix, platform, partitions: 4 });
+  const outbox = instance({ url: redis.url, prefix, platform });
   opened.push(outbox);
   await outbox.records.add(delivery('dead:1', 'a:b'));
   await outbox.records.add(delivery('done-1', 'c'));
   await outbox.outbox.start();
   await until(async () => (await outbox.records.list({ limit: 5, failedOnly: true })).length === 1 && platform.sentTo('c').length === 1);
   refusing = false;
-  return { env: { THREADLINE_REDIS_URL: redis.url, THREADLINE_REDIS_PREFIX: prefix, THREADLINE_PARTITIONS: '4' }, outbox, platform };
+  return { env: { THREADLINE_REDIS_URL: redis.url, THREADLINE_REDIS_PREFIX: prefix }, outbox, platform };
 }
 
 describe('threadline deliveries on Redis (THREADLINE_REDIS_URL)', () => {

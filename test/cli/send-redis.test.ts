@@ -23,7 +23,7 @@ describe('threadline send with the gateway on Redis', () => {
   it('from /run: recorded in the Redis outbox the gateway sends from, not in a file of the data dir', async () => {
     const g = await start({
       webhookToken: true,
-      env: { THREADLINE_REDIS_URL: redis.url, THREADLINE_REDIS_PREFIX: redis.prefix(), THREADLINE_PARTITIONS: '4', THREADLINE_TERMINAL: '1', THREADLINE_ADMINS: '*' },
+      env: { THREADLINE_REDIS_URL: redis.url, THREADLINE_REDIS_PREFIX: redis.prefix(), THREADLINE_TERMINAL: '1', THREADLINE_ADMINS: '*' },
     });
     // A store file left in the data dir from days on SQLite: what the send went into, unread, before.
     await (await SqliteStore.open(join(g.dataDir, STORE_FILE))).close();

@@ -249,7 +249,6 @@ describe('several instances on Redis', () => {
     expect(readGatewayConfig({ THREADLINE_REDIS_URL: url }).redis).toEqual({
       url,
       prefix: 'threadline',
-      partitions: 16,
       workers: { turns: true, deliveries: true },
       instanceId: expect.stringMatching(/^[A-Za-z0-9._-]+-[0-9a-f]{8}$/),
       leaseMs: 30_000,
@@ -259,12 +258,11 @@ describe('several instances on Redis', () => {
     const tuned = {
       THREADLINE_REDIS_URL: ` ${url} `,
       THREADLINE_REDIS_PREFIX: 'staging.bot-2',
-      THREADLINE_PARTITIONS: '64',
       THREADLINE_INSTANCE_ID: 'gw-2',
       THREADLINE_INSTANCE_LEASE_MS: '5000',
       THREADLINE_REDIS_FSYNC: 'always',
     };
-    expect(readGatewayConfig(tuned).redis).toMatchObject({ url, prefix: 'staging.bot-2', partitions: 64, instanceId: 'gw-2', leaseMs: 5_000, fsync: 'always' });
+    expect(readGatewayConfig(tuned).redis).toMatchObject({ url, prefix: 'staging.bot-2', instanceId: 'gw-2', leaseMs: 5_000, fsync: 'always' });
   });
 
   it('names an instance by default after its host and data dir: the same across restarts, another for another data dir', () => {

@@ -88,12 +88,10 @@ describe('gateway processes on one Redis: the conversation is the unit of order'
       }
     });
     cleanups.push(() => model.close());
-    // Four delivery partitions: the partitioned turn queue of earlier versions would have run four turns at once at most.
     const { receiver, shared } = await sharedInstanceEnv(redis, cleanups, {
       THREADLINE_LLM_BASE_URL: model.baseUrl,
       THREADLINE_LLM_API_KEY: 'sk-test-0123456789',
       THREADLINE_CONCURRENCY: '4',
-      THREADLINE_PARTITIONS: '4',
       // A killed instance's turns run elsewhere within this.
       THREADLINE_INSTANCE_LEASE_MS: '1500',
     });

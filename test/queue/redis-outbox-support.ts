@@ -1,12 +1,13 @@
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { DeliveryError } from '../../src/errors.js';
 import type { OutboundMessage, Platform } from '../../src/platforms/platform.js';
 import { getSession, type Session } from '../../src/session/index.js';
 import type { NewDelivery } from '../../src/store/store.js';
-import { DeliveryQueues } from '../../src/queue/delivery-queues.js';
 import { RedisOutbox } from '../../src/queue/redis-outbox.js';
 import { RedisOutboxRecords } from '../../src/queue/redis-outbox-records.js';
+import type { LeaseTimings } from '../../src/queue/lease-worker-options.js';
 import { RedisKeys } from '../../src/store/redis/redis-keys.js';
 import { GatewayMetrics } from '../../src/telemetry/gateway-metrics.js';
 import { webhookOrigin } from '../helpers/gateway.js';
@@ -27,6 +28,11 @@ export class FakePlatform {
   readonly seen: SeenSend[] = [];
   /** The most sends to one chat that were in flight at once. */
   maxInFlightPerChat = 0;
+  /** Sends in flight now, every chat, and the most there ever were. */
+  inFlightTotal = 0;
+  maxInFlightTotal = 0;
+  /** A send waits for what this returns before it answers (undefined: it does not wait): a platform call held. */
+  gate: (message: OutboundMessage) => Promise<void> | undefined = () => undefined;
   answer: (message: OutboundMessage, attempt: number) => DeliveryError | 'hang' | undefined = () => undefined;
   /** Each send takes this long: long enough for a second sender to overlap if the queue let it. */
   delayMs = 2;
@@ -54,7 +60,11 @@ export class FakePlatform {
     const inFlight = (this.inFlight.get(chat) ?? 0) + 1;
     this.inFlight.set(chat, inFlight);
     this.maxInFlightPerChat = Math.max(this.maxInFlightPerChat, inFlight);
+    this.inFlightTotal++;
+    this.maxInFlightTotal = Math.max(this.maxInFlightTotal, this.inFlightTotal);
+    this.changed();
     try {
+      await this.gate(message);
       const answer = this.answer(message, attempt);
       if (answer === 'hang') {
         await new Promise<void>((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
@@ -64,6 +74,24 @@ export class FakePlatform {
       if (answer !== undefined && answer !== 'hang') throw answer;
     } finally {
       this.inFlight.set(chat, (this.inFlight.get(chat) ?? 1) - 1);
+      this.inFlightTotal--;
+      this.changed();
+    }
+  }
+
+  /** Resolves once `check` holds, looked at after each change of the sends in flight. */
+  when(check: () => boolean): Promise<void> {
+    if (check()) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ check, resolve }));
+  }
+
+  private readonly waiters: Array<{ check: () => boolean; resolve: () => void }> = [];
+
+  private changed(): void {
+    for (const waiter of [...this.waiters]) {
+      if (!waiter.check()) continue;
+      this.waiters.splice(this.waiters.indexOf(waiter), 1);
+      waiter.resolve();
     }
   }
 }
@@ -81,8 +109,10 @@ export interface Instance {
   readonly records: RedisOutboxRecords;
   readonly outbox: RedisOutbox;
   readonly redis: Redis;
-  readonly queues: DeliveryQueues;
+  readonly queue: Queue;
   close(): Promise<void>;
+  /** Drops every connection of this instance without a word to Redis: a process killed with -9. */
+  kill(): void;
 }
 
 export interface InstanceOptions {
@@ -90,36 +120,58 @@ export interface InstanceOptions {
   readonly prefix: string;
   readonly platform: FakePlatform;
   readonly name?: string;
-  readonly partitions?: number;
+  /** Sends this instance runs at once (the outbox's maxInFlight); default 10. */
+  readonly slots?: number;
   readonly maxAttempts?: number;
   readonly giveUpAfterMs?: number;
   readonly work?: boolean;
+  /** The drain jobs' lock and stalled check (short ones to see a killed instance's work move on). */
+  readonly lease?: LeaseTimings;
+  /** THREADLINE_DELIVERY_MAX_RETRY_AFTER_MS; default 1 s. */
+  readonly maxRetryAfterMs?: number;
+  /** The partition count an earlier version recorded: its `deliveries-<p>` queues are moved in at start. */
+  readonly legacyPartitions?: number;
 }
 
 /** An instance of the distributed outbox on the test Redis: its connections, records and workers. */
 export function instance(options: InstanceOptions): Instance {
   const name = options.name ?? 'a';
+  const opened: Redis[] = [];
+  const connect = (): Redis => {
+    const client = new Redis(options.url, { maxRetriesPerRequest: null });
+    // BullMQ duplicates the worker connection for its blocking fetch: tracked, so kill() drops it too.
+    const duplicate = client.duplicate.bind(client);
+    client.duplicate = (...args: Parameters<Redis['duplicate']>) => {
+      const copy = duplicate(...args);
+      opened.push(copy);
+      return copy;
+    };
+    opened.push(client);
+    return client;
+  };
   const redis = new Redis(options.url);
+  opened.push(redis);
   const keys = new RedisKeys(options.prefix);
-  const partitions = options.partitions ?? 4;
-  const queues = new DeliveryQueues(redis, keys, partitions);
-  const records = new RedisOutboxRecords({ redis, queue: (index) => queues.queue(index), keys, partitions, deadLetterRetentionMs: 60_000 });
+  const queue = new Queue(keys.deliveriesQueue, { connection: redis, prefix: keys.queuePrefix });
+  const records = new RedisOutboxRecords({ redis, queue, keys, deadLetterRetentionMs: 60_000 });
   const outbox = new RedisOutbox({
     parts: {
       platforms: new Map([['webhook', options.platform.for(name)]]),
       options: {
         maxAttempts: options.maxAttempts ?? 5,
         giveUpAfterMs: options.giveUpAfterMs ?? 60_000,
-        backoff: { baseMs: 5, maxMs: 20, maxRetryAfterMs: 1_000 },
-        maxInFlight: 10,
+        backoff: { baseMs: 5, maxMs: 20, maxRetryAfterMs: options.maxRetryAfterMs ?? 1_000 },
+        maxInFlight: options.slots ?? 10,
         leaseMs: 30_000,
       },
       logger: pino({ level: 'silent' }),
       metrics: new GatewayMetrics(),
     },
     records,
-    connect: () => new Redis(options.url, { maxRetriesPerRequest: null }),
+    connect,
     work: options.work ?? true,
+    ...options.lease,
+    ...(options.legacyPartitions === undefined ? {} : { legacyPartitions: options.legacyPartitions }),
   });
   let closed = false;
   return {
@@ -127,13 +179,20 @@ export function instance(options: InstanceOptions): Instance {
     records,
     outbox,
     redis,
-    queues,
+    queue,
     close: async () => {
       if (closed) return;
       closed = true;
       await outbox.stop(Date.now() + 5_000);
-      await queues.close();
-      await redis.quit();
+      await queue.close();
+      await redis.quit().catch(() => undefined);
+    },
+    kill: () => {
+      closed = true;
+      for (const client of opened) {
+        client.on('error', () => undefined);
+        client.disconnect();
+      }
     },
   };
 }

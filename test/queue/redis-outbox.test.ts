@@ -1,7 +1,6 @@
 import { ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
 import { afterEach, describe, expect, it } from 'vitest';
-import { deliveryJobId } from '../../src/queue/delivery-job.js';
-import { DELIVERY_JOB_NAME } from '../../src/queue/redis-outbox-records.js';
+import { formatDestination } from '../../src/session/delivery.js';
 import { contextWithSession, createSession } from '../../src/session/index.js';
 import { RedisKeys } from '../../src/store/redis/redis-keys.js';
 import { threadlineTracer } from '../../src/telemetry/tracer.js';
@@ -84,12 +83,13 @@ describe('RedisOutbox: order and retries', () => {
     expect((await a.records.list({ limit: 10 })).map((record) => record.id)).toEqual(['turn:1/reply']);
   });
 
-  it('recovers an add cut off between its marker and its job: the next add queues the job', async () => {
+  it('recovers an add cut off between its marker and its mailbox: the next add queues it', async () => {
     const prefix = redis.prefix();
     const platform = new FakePlatform();
-    const a = open({ prefix, platform, partitions: 1 });
+    const a = open({ prefix, platform });
     await a.records.add(delivery('lost', 'A'));
-    await a.queues.queue(0).remove(deliveryJobId('lost'));
+    // As if the add stopped after its marker: neither the mailbox nor its data hold the delivery.
+    await a.redis.del(a.records.mailboxes.mailbox(formatDestination(delivery('lost', 'A').destination)), new RedisKeys(prefix).key('outbox', 'messages'));
     expect(await a.records.add(delivery('lost', 'A'))).toBe('exists');
     await a.outbox.start();
     await until(() => platform.sentTo('A').length === 1);
@@ -98,14 +98,13 @@ describe('RedisOutbox: order and retries', () => {
 });
 
 describe('RedisOutbox: two instances', () => {
-  it('share the partitions: every delivery sent once, each chat in order, never two sends to a chat at once', async () => {
+  it('share the destinations: every delivery sent once, each chat in order, never two sends to a chat at once', async () => {
     const prefix = redis.prefix();
     const platform = new FakePlatform();
     platform.delayMs = 5;
     platform.answer = (message, attempt) => (message.id.endsWith('-0') && attempt === 1 ? unavailable() : undefined);
-    // One partition for all four chats: without the partition's global concurrency, the two would overlap.
-    const a = open({ prefix, platform, name: 'a', partitions: 1 });
-    const b = open({ prefix, platform, name: 'b', partitions: 1 });
+    const a = open({ prefix, platform, name: 'a' });
+    const b = open({ prefix, platform, name: 'b' });
     const chats = ['c1', 'c2', 'c3', 'c4'];
     // A chat's deliveries one after another in the queue: two workers running at once would take two of one chat.
     for (const chat of chats) {
@@ -121,11 +120,11 @@ describe('RedisOutbox: two instances', () => {
     expect(await counters(a, prefix)).toEqual({ total: null, perChat: {} });
   });
 
-  it('an instance that stops mid-send hands the job back to the front: the other sends it first, attempts kept', async () => {
+  it('an instance that stops mid-send hands the drain job back to the front: the other sends it first, attempts kept', async () => {
     const prefix = redis.prefix();
     const platform = new FakePlatform();
     platform.answer = (message, attempt) => (message.id === 'x1' && attempt === 1 ? 'hang' : undefined);
-    const a = open({ prefix, platform, name: 'a', partitions: 1 });
+    const a = open({ prefix, platform, name: 'a' });
     await a.records.add(delivery('x1', 'X'));
     await a.records.add(delivery('x2', 'X'));
     await a.outbox.start();
@@ -134,7 +133,7 @@ describe('RedisOutbox: two instances', () => {
     expect(platform.sentTo('X')).toEqual([]);
     expect(await a.records.states(['x1', 'x2'])).toEqual(new Map([['x1', 'pending'], ['x2', 'pending']]));
     expect((await a.records.list({ limit: 5, failedOnly: true })).length).toBe(0);
-    const b = open({ prefix, platform, name: 'b', partitions: 1 });
+    const b = open({ prefix, platform, name: 'b' });
     await b.outbox.start();
     await until(() => platform.sentTo('X').length === 2);
     expect(platform.sentTo('X')).toEqual(['x1', 'x2']);
@@ -211,16 +210,16 @@ describe('RedisOutbox: dead letters', () => {
     expect(await counters(a, prefix)).toEqual({ total: null, perChat: {} });
   });
 
-  it('gives up a damaged job as unusable instead of crashing the worker', async () => {
+  it('keeps a damaged delivery aside as unusable instead of crashing the worker; its destination goes on', async () => {
     const prefix = redis.prefix();
     const platform = new FakePlatform();
-    const a = open({ prefix, platform, partitions: 1 });
-    await a.queues.queue(0).add(DELIVERY_JOB_NAME, { id: 'broken' }, { jobId: 'dbroken' });
+    const a = open({ prefix, platform });
+    const key = formatDestination(delivery('after', 'A').destination);
+    await a.records.mailboxes.offer(key, 'dbroken', JSON.stringify({ id: 'broken' }));
     await a.records.add(delivery('after', 'A'));
     await a.outbox.start();
     await until(() => platform.sentTo('A').length === 1);
-    const failed = await a.queues.queue(0).getJobs(['failed']);
-    expect(failed.map((job) => job.failedReason)).toEqual([expect.stringContaining('damaged')]);
+    expect(await a.redis.hgetall(a.records.mailboxes.unusable)).toEqual({ dbroken: JSON.stringify({ id: 'broken' }) });
     await until(() => a.outbox.stats().delivered === 1);
     expect(a.outbox.stats()).toMatchObject({ delivered: 1, failed: 1 });
   });
@@ -239,7 +238,7 @@ describe('RedisOutbox: context across the queue', () => {
       span.end();
       return span;
     });
-    expect(tracing.span('gateway.deliver').attributes).toMatchObject({ 'delivery.queued': true, 'messaging.destination.name': expect.stringMatching(/^deliveries-\d$/) });
+    expect(tracing.span('gateway.deliver').attributes).toMatchObject({ 'delivery.queued': true, 'messaging.destination.name': 'deliveries' });
     await a.outbox.start();
     await until(() => platform.sentTo('S').length === 1);
     await until(() => tracing.spans().filter((span) => span.name === 'gateway.deliver').length === 2);

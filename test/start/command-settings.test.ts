@@ -3,7 +3,7 @@ import { readGatewayConfig } from '../../src/gateway/gateway-config.js';
 import { commandSettings } from '../../src/start/command-settings.js';
 
 const onRedis = (url: string, extra: Record<string, string> = {}) =>
-  readGatewayConfig({ THREADLINE_DATA_DIR: '/srv/tl', THREADLINE_REDIS_URL: url, THREADLINE_REDIS_PREFIX: 'prod', THREADLINE_PARTITIONS: '8', ...extra });
+  readGatewayConfig({ THREADLINE_DATA_DIR: '/srv/tl', THREADLINE_REDIS_URL: url, THREADLINE_REDIS_PREFIX: 'prod', ...extra });
 
 describe('the settings the gateway gives its commands', () => {
   it('on SQLite: its platforms, its data dir made absolute, and the store to write to', () => {
@@ -11,14 +11,13 @@ describe('the settings the gateway gives its commands', () => {
     expect(settings).toEqual({ THREADLINE_SEND_PLATFORMS: 'webhook,telegram', THREADLINE_DATA_DIR: `${process.cwd()}/relative/data`, THREADLINE_SEND_STORE: 'sqlite' });
   });
 
-  it('on a Redis without credentials: its URL, prefix and partitions', () => {
+  it('on a Redis without credentials: its URL and prefix', () => {
     expect(commandSettings(onRedis('redis://10.0.0.5:6379/2'), ['webhook'], 'redis')).toEqual({
       THREADLINE_SEND_PLATFORMS: 'webhook',
       THREADLINE_DATA_DIR: '/srv/tl',
       THREADLINE_SEND_STORE: 'redis',
       THREADLINE_REDIS_URL: 'redis://10.0.0.5:6379/2',
       THREADLINE_REDIS_PREFIX: 'prod',
-      THREADLINE_PARTITIONS: '8',
     });
   });
 

@@ -28,8 +28,13 @@ export class RedisKeys {
     return `inbound-${index}`;
   }
 
-  /** The delivery queue of partition `index`: one destination's deliveries all go to one. */
-  deliveryQueue(index: number): string {
+  /** The queue of the destinations' drain jobs: at most one running and one waiting per destination (its deliveries wait in its mailbox). */
+  get deliveriesQueue(): string {
+    return 'deliveries';
+  }
+
+  /** The delivery queue of partition `index` of versions before mailboxes: moved into mailboxes at start. */
+  legacyDeliveryQueue(index: number): string {
     return `deliveries-${index}`;
   }
 

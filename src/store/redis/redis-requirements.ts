@@ -9,8 +9,6 @@ const MINIMUM_VERSION_TEXT = MINIMUM_VERSION.join('.');
 
 export interface RedisRequirements {
   readonly keys: RedisKeys;
-  /** THREADLINE_PARTITIONS of this gateway: the data must have been written with the same count. */
-  readonly partitions: number;
 }
 
 export interface RedisSuitability {
@@ -22,7 +20,7 @@ export interface RedisSuitability {
   readonly facts: RedisFacts;
 }
 
-/** What Redis reports about itself (undefined: INFO left it out), and the partition count its data was written with (null: none yet). */
+/** What Redis reports about itself (undefined: INFO left it out), and the partition count an earlier version recorded (null: none did): its queues are moved into mailboxes at start. */
 export interface RedisFacts {
   readonly version: string | undefined;
   readonly mode: string | undefined;
@@ -33,7 +31,7 @@ export interface RedisFacts {
 
 /**
  * Whether the Redis behind `redis` can hold threadline's work: its version, its eviction
- * policy, its persistence and the partition count of the data already there. Read only. INFO,
+ * policy, its persistence, and the partition count an earlier version left. Read only. INFO,
  * not CONFIG GET: managed Redis services often disable CONFIG. A failed command throws
  * TL_REDIS_UNAVAILABLE.
  */
@@ -57,27 +55,16 @@ export async function checkRedis(redis: Redis, requirements: RedisRequirements):
   } catch (error) {
     throw redisFailure(error);
   }
-  return judge(facts, requirements.partitions);
+  return judge(facts);
 }
 
 /**
  * checkRedis, then: any problem → TL_REDIS_UNSUITABLE naming each with its fix; none → the
- * partition count is recorded (when no instance has yet) and the warnings are returned for
- * the caller to log. Logs nothing itself.
+ * warnings are returned for the caller to log. Logs nothing itself.
  */
 export async function assertRedisSuitable(redis: Redis, requirements: RedisRequirements): Promise<RedisSuitability> {
   const suitability = await checkRedis(redis, requirements);
   if (suitability.problems.length > 0) throw unsuitable(suitability.problems);
-  let recorded: string | null;
-  try {
-    const set = await redis.set(requirements.keys.partitions, String(requirements.partitions), 'NX');
-    // Another instance may have recorded its count between our check and this SET.
-    recorded = set === 'OK' ? null : await redis.get(requirements.keys.partitions);
-  } catch (error) {
-    throw redisFailure(error);
-  }
-  const mismatch = recorded === null ? undefined : partitionProblem(recorded, requirements.partitions);
-  if (mismatch !== undefined) throw unsuitable([mismatch]);
   return suitability;
 }
 
@@ -87,7 +74,7 @@ export function unsuitable(problems: readonly string[]): ThreadlineError {
   return new ThreadlineError('TL_REDIS_UNSUITABLE', `The Redis at THREADLINE_REDIS_URL cannot hold threadline's work: ${listed}`);
 }
 
-function judge(facts: RedisFacts, partitions: number): RedisSuitability {
+function judge(facts: RedisFacts): RedisSuitability {
   const problems: string[] = [];
   const warnings: string[] = [];
   if (facts.version === undefined) {
@@ -112,20 +99,7 @@ function judge(facts: RedisFacts, partitions: number): RedisSuitability {
         'Run CONFIG SET appendonly yes, and set appendonly yes in redis.conf.',
     );
   }
-  if (facts.storedPartitions !== null) {
-    const mismatch = partitionProblem(facts.storedPartitions, partitions);
-    if (mismatch !== undefined) problems.push(mismatch);
-  }
   return { problems, warnings, facts };
-}
-
-/** Undefined when the recorded count is this gateway's. */
-function partitionProblem(recorded: string, partitions: number): string | undefined {
-  if (recorded === String(partitions)) return undefined;
-  return (
-    `the data under this prefix was written with THREADLINE_PARTITIONS=${recorded} and this gateway has ${partitions}: ` +
-    `every instance must use the same count, so set THREADLINE_PARTITIONS=${recorded} (or use another THREADLINE_REDIS_PREFIX).`
-  );
 }
 
 /** `version` (e.g. `7.0.15`) is `minimum` or later, comparing major then minor. */

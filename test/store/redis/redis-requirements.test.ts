@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { afterAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ThreadlineError } from '../../../src/errors.js';
 import { connectRedis } from '../../../src/store/redis/redis-connection.js';
 import { RedisKeys } from '../../../src/store/redis/redis-keys.js';
@@ -39,7 +39,7 @@ describe('checkRedis', () => {
 
   it('finds nothing wrong with a noeviction Redis, and warns when its append-only file is off', async () => {
     const redis = await client((await startRedisServer({ appendonly: false })).url);
-    const result = await checkRedis(redis, { keys: new RedisKeys(shared.prefix()), partitions: 16 });
+    const result = await checkRedis(redis, { keys: new RedisKeys(shared.prefix()) });
     expect(result.problems).toEqual([]);
     expect(result.warnings).toEqual([
       'the append-only file is off: a Redis restart loses what it accepted since its last snapshot. Run CONFIG SET appendonly yes, and set appendonly yes in redis.conf.',
@@ -48,51 +48,48 @@ describe('checkRedis', () => {
 
   it('has no warning for a Redis with its append-only file on', async () => {
     const redis = await client((await startRedisServer({ appendonly: true })).url);
-    expect(await checkRedis(redis, { keys: new RedisKeys(shared.prefix()), partitions: 16 })).toMatchObject({ problems: [], warnings: [] });
+    expect(await checkRedis(redis, { keys: new RedisKeys(shared.prefix()) })).toMatchObject({ problems: [], warnings: [] });
   });
 
   it('finds an evicting Redis a problem, saying how to fix it', async () => {
     const redis = await client((await startRedisServer({ args: ['--maxmemory-policy', 'allkeys-lru'] })).url);
-    const { problems } = await checkRedis(redis, { keys: new RedisKeys(shared.prefix()), partitions: 16 });
+    const { problems } = await checkRedis(redis, { keys: new RedisKeys(shared.prefix()) });
     expect(problems).toEqual([expect.stringMatching(/^maxmemory-policy is allkeys-lru: .*drop accepted messages.*CONFIG SET maxmemory-policy noeviction.*redis\.conf/)]);
   });
 
   it('finds a Redis older than 6.2, and a cluster, a problem', async () => {
     const keys = new RedisKeys('p');
-    expect((await checkRedis(reporting({ redis_version: '6.0.16' }), { keys, partitions: 16 })).problems).toEqual([
+    expect((await checkRedis(reporting({ redis_version: '6.0.16' }), { keys })).problems).toEqual([
       'Redis 6.0.16 is older than 6.2, which BullMQ needs: upgrade it.',
     ]);
-    expect((await checkRedis(reporting({ redis_version: '6.2.0' }), { keys, partitions: 16 })).problems).toEqual([]);
-    expect((await checkRedis(reporting({ redis_version: '10.0.1' }), { keys, partitions: 16 })).problems).toEqual([]);
-    expect((await checkRedis(reporting({ redis_mode: 'cluster' }), { keys, partitions: 16 })).problems).toEqual([
+    expect((await checkRedis(reporting({ redis_version: '6.2.0' }), { keys })).problems).toEqual([]);
+    expect((await checkRedis(reporting({ redis_version: '10.0.1' }), { keys })).problems).toEqual([]);
+    expect((await checkRedis(reporting({ redis_mode: 'cluster' }), { keys })).problems).toEqual([
       expect.stringMatching(/^Redis runs as a cluster, which threadline does not support yet/),
     ]);
   });
 
   it('warns when INFO leaves out the version or the policy, as some managed services do', async () => {
     const redis = { info: async () => '# Server\r\n', get: async () => null } as unknown as Redis;
-    const { problems, warnings } = await checkRedis(redis, { keys: new RedisKeys('p'), partitions: 16 });
+    const { problems, warnings } = await checkRedis(redis, { keys: new RedisKeys('p') });
     expect(problems).toEqual([]);
     expect(warnings).toEqual([expect.stringMatching(/did not report its version/), expect.stringMatching(/did not report its maxmemory-policy/)]);
   });
 
-  it('finds data written with another partition count a problem, and writes nothing', async () => {
+  it('reports the partition count an earlier version recorded, and finds no problem in it', async () => {
     const redis = await client(shared.url);
     const keys = new RedisKeys(shared.prefix());
     await redis.set(keys.partitions, '8');
-    const { problems } = await checkRedis(redis, { keys, partitions: 16 });
-    expect(problems).toEqual([
-      'the data under this prefix was written with THREADLINE_PARTITIONS=8 and this gateway has 16: every instance must use the same count, so set THREADLINE_PARTITIONS=8 (or use another THREADLINE_REDIS_PREFIX).',
-    ]);
-    expect((await checkRedis(redis, { keys, partitions: 8 })).problems).toEqual([]);
-    expect(await redis.get(keys.partitions)).toBe('8');
+    const { problems, facts } = await checkRedis(redis, { keys });
+    expect(problems).toEqual([]);
+    expect(facts.storedPartitions).toBe('8');
   });
 
   it('turns a Redis that went away into TL_REDIS_UNAVAILABLE', async () => {
     const server = await startRedisServer();
     const redis = await client(server.url);
     await server.stop();
-    const error = await refusal(checkRedis(redis, { keys: new RedisKeys('p'), partitions: 16 }));
+    const error = await refusal(checkRedis(redis, { keys: new RedisKeys('p') }));
     expect(error.code).toBe('TL_REDIS_UNAVAILABLE');
   });
 });
@@ -100,51 +97,31 @@ describe('checkRedis', () => {
 describe('assertRedisSuitable', () => {
   const shared = useRedis();
 
-  it('records the partition count of the first instance, then refuses another count', async () => {
+  it('records nothing: no partition count any more', async () => {
     const redis = await client(shared.url);
     const keys = new RedisKeys(shared.prefix());
-    await assertRedisSuitable(redis, { keys, partitions: 16 });
-    expect(await redis.get(keys.partitions)).toBe('16');
-    await assertRedisSuitable(redis, { keys, partitions: 16 });
-    const error = await refusal(assertRedisSuitable(redis, { keys, partitions: 32 }));
-    expect(error.code).toBe('TL_REDIS_UNSUITABLE');
-    expect(error.message).toContain('THREADLINE_PARTITIONS=16 and this gateway has 32');
-    expect(await redis.get(keys.partitions)).toBe('16');
+    await assertRedisSuitable(redis, { keys });
+    expect(await redis.get(keys.partitions)).toBeNull();
   });
 
   it('returns the warnings for the caller to log', async () => {
     const redis = await client((await startRedisServer({ appendonly: false })).url);
-    const { warnings } = await assertRedisSuitable(redis, { keys: new RedisKeys(shared.prefix()), partitions: 4 });
+    const { warnings } = await assertRedisSuitable(redis, { keys: new RedisKeys(shared.prefix()) });
     expect(warnings).toEqual([expect.stringMatching(/^the append-only file is off/)]);
   });
 
   it('refuses an evicting Redis, naming the fix, and records nothing there', async () => {
     const redis = await client((await startRedisServer({ args: ['--maxmemory-policy', 'volatile-lru'] })).url);
     const keys = new RedisKeys(shared.prefix());
-    const error = await refusal(assertRedisSuitable(redis, { keys, partitions: 16 }));
+    const error = await refusal(assertRedisSuitable(redis, { keys }));
     expect(error.code).toBe('TL_REDIS_UNSUITABLE');
     expect(error.message).toMatch(/^The Redis at THREADLINE_REDIS_URL cannot hold threadline's work: maxmemory-policy is volatile-lru: .*CONFIG SET maxmemory-policy noeviction/);
     expect(await redis.get(keys.partitions)).toBeNull();
   });
 
   it('names every problem at once', async () => {
-    const error = await refusal(assertRedisSuitable(reporting({ redis_version: '5.0.7', maxmemory_policy: 'allkeys-random' }), { keys: new RedisKeys('p'), partitions: 16 }));
+    const error = await refusal(assertRedisSuitable(reporting({ redis_version: '5.0.7', maxmemory_policy: 'allkeys-random' }), { keys: new RedisKeys('p') }));
     expect(error.message).toMatch(/: \(1\) Redis 5\.0\.7 is older than 6\.2.* \(2\) maxmemory-policy is allkeys-random/);
   });
 
-  it('refuses when another instance recorded another count between the check and the record', async () => {
-    const redis = await client(shared.url);
-    const keys = new RedisKeys(shared.prefix());
-    await redis.set(keys.partitions, '8');
-    // The check saw no count yet: the other instance's SET NX came after it.
-    const get = vi.spyOn(redis, 'get').mockResolvedValueOnce(null);
-    try {
-      const error = await refusal(assertRedisSuitable(redis, { keys, partitions: 16 }));
-      expect(error.code).toBe('TL_REDIS_UNSUITABLE');
-      expect(error.message).toContain('THREADLINE_PARTITIONS=8 and this gateway has 16');
-    } finally {
-      get.mockRestore();
-    }
-    expect(await redis.get(keys.partitions)).toBe('8');
-  });
 });

@@ -13,8 +13,8 @@ describe('the environment of a command the model runs', () => {
   });
 
   it('has the gateway\'s environment without its secrets', () => {
-    const env = commandEnv({ PATH: '/bin', THREADLINE_REDIS_URL: 'redis://:hunter2@cache:6379', THREADLINE_LLM_API_KEY: 'sk-x', THREADLINE_PARTITIONS: '8' }, []);
-    expect(env).toEqual({ PATH: '/bin', THREADLINE_PARTITIONS: '8' });
+    const env = commandEnv({ PATH: '/bin', THREADLINE_REDIS_URL: 'redis://:hunter2@cache:6379', THREADLINE_LLM_API_KEY: 'sk-x', THREADLINE_REDIS_PREFIX: 'prod' }, []);
+    expect(env).toEqual({ PATH: '/bin', THREADLINE_REDIS_PREFIX: 'prod' });
   });
 
   it('is allow-listed: no URL settings, exporter endpoints as origins, no exporter headers, no admins, nothing unknown unless THREADLINE_TERMINAL_ENV names it', () => {
