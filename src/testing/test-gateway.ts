@@ -333,7 +333,8 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     stop: async () => {
       await running.stop();
       await Promise.all([receiver.close(), telegram?.close(), slack?.close(), mattermost?.close(), matrix?.close(), discord?.close()]);
-      rmSync(dataDir, { recursive: true, force: true });
+      // A background command killed at the end may still write its status as the directory goes (ENOTEMPTY): tried again.
+      rmSync(dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
     },
   };
 }

@@ -39,6 +39,11 @@ describe('a turn run again after it was cut short', () => {
     expect(processes.map((record) => record.command)).toEqual(['sleep 600']);
     expect(await g.running.store.schedules.ofDestination({ platform: 'webhook', chatId: 'team' })).toHaveLength(1);
     await g.runTool('kill_process', { id: processes[0]!.id }, { platform: 'webhook', chatType: 'dm', chatId: 'ops' });
+    // Its end reported and its directory gone before the gateway stops: nothing writes there as the test's data dir is removed.
+    await expect.poll(async () => {
+      await g.advanceTime(60_000);
+      return (await g.running.store.processes.all()).length;
+    }, { timeout: 15_000 }).toBe(0);
   });
 
   it('sets a reminder that ran before the replay once: the replay neither stores nor sends it again', async () => {

@@ -52,7 +52,8 @@ export async function wasKilled(dir: string): Promise<boolean> {
 }
 
 export async function removeProcessDir(dir: string): Promise<void> {
-  await rm(dir, { recursive: true, force: true });
+  // A killed command's wrapper may still write its status as the directory goes (ENOTEMPTY): tried again.
+  await rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
 }
 
 /** The output's last `chars` characters, read by position (never the whole file), and its size in bytes. */
