@@ -90,6 +90,8 @@ describe('matrix through the gateway', () => {
     await until(() => g.matrix!.sent.length === 1, 15_000);
     expect(Date.now() - started).toBeGreaterThanOrEqual(1_450);
     expectAnsweredOnceInPlace(g, [message]);
+    // The homeserver has it before the outbox has counted the send.
+    await until(() => g.running.gateway.outbox.stats().delivered === 1);
     expect(g.running.gateway.outbox.stats()).toMatchObject({ delivered: 1, retried: 1, failed: 0 });
   });
 
