@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { DeliveryReceiver, FakeOpenAI } from '../../src/testing/index.js';
-import { sharedInstanceEnv, startInstanceProcess } from '../helpers/instances.js';
+import { FakeOpenAI } from '../../src/testing/index.js';
+import { arrivalOrder, sharedInstanceEnv, startInstanceProcess } from '../helpers/instances.js';
 import { useRedis } from '../helpers/redis.js';
 
 /** Gateway processes on one Redis, turns waiting on a model: every conversation at once, each one turn at a time. */
@@ -53,18 +53,6 @@ async function post(url: string, chat: string, text: string): Promise<void> {
   const response = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ chat_id: chat, text }) });
   await response.body?.cancel();
   expect(response.status).toBe(202);
-}
-
-/** Each chat's replies in the order they first arrived. */
-function arrivalOrder(receiver: DeliveryReceiver): Map<string, string[]> {
-  const seen = new Set<string>();
-  const byChat = new Map<string, string[]>();
-  for (const { body } of receiver.received) {
-    if (seen.has(body.idempotency_key)) continue;
-    seen.add(body.idempotency_key);
-    byChat.set(body.chat_id, [...(byChat.get(body.chat_id) ?? []), body.text]);
-  }
-  return byChat;
 }
 
 describe('gateway processes on one Redis: the conversation is the unit of order', () => {

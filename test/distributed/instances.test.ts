@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DeliveryReceiver } from '../../src/testing/index.js';
 import { collectOutput, spawnGateway, type StartedGateway } from '../helpers/gateway-process.js';
-import { sharedInstanceEnv, startInstanceProcess } from '../helpers/instances.js';
+import { arrivalOrder, sharedInstanceEnv, startInstanceProcess } from '../helpers/instances.js';
 import { otlpAttribute, readOtlpSpans, type OtlpSpan } from '../helpers/otlp-file.js';
 import { startRedisServer, useRedis } from '../helpers/redis.js';
 
@@ -56,18 +56,6 @@ async function postInOrder(urls: readonly string[], chats: number, perChat: numb
     }),
   );
   return sent;
-}
-
-/** Each chat's replies in the order they first arrived. */
-function arrivalOrder(receiver: DeliveryReceiver): Map<string, string[]> {
-  const seen = new Set<string>();
-  const byChat = new Map<string, string[]>();
-  for (const { body } of receiver.received) {
-    if (seen.has(body.idempotency_key)) continue;
-    seen.add(body.idempotency_key);
-    byChat.set(body.chat_id, [...(byChat.get(body.chat_id) ?? []), body.text]);
-  }
-  return byChat;
 }
 
 describe('several gateway instances on one Redis', () => {

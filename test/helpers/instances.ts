@@ -25,3 +25,15 @@ export async function startInstanceProcess(name: string, env: Record<string, str
   const started = await startGatewayProcess({ ...env, THREADLINE_DATA_DIR: dataDir, THREADLINE_INSTANCE_ID: name }, (cleanup) => cleanups.push(cleanup));
   return { ...started, dataDir };
 }
+
+/** Each chat's replies in the order they first arrived, one a delivery id (a copy sent again after a crash counts once). */
+export function arrivalOrder(receiver: DeliveryReceiver): Map<string, string[]> {
+  const seen = new Set<string>();
+  const byChat = new Map<string, string[]>();
+  for (const { body } of receiver.received) {
+    if (seen.has(body.idempotency_key)) continue;
+    seen.add(body.idempotency_key);
+    byChat.set(body.chat_id, [...(byChat.get(body.chat_id) ?? []), body.text]);
+  }
+  return byChat;
+}
