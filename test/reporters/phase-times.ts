@@ -16,7 +16,7 @@ export default class PhaseTimes implements Reporter {
 
   onInit(): void {
     const since = Number(process.env['THREADLINE_PHASE_SINCE']);
-    if (since > 0) console.log(`== phase typecheck (npm test until vitest started): ${seconds(Date.now() - since)}`);
+    if (since > 0) console.log(`== phase npm test until vitest started (the typecheck runs beside it): ${seconds(Date.now() - since)}`);
   }
 
   onTestModuleQueued(module: TestModule): void {
