@@ -15,7 +15,7 @@ import {
 import { deliveryJobId, deliveryOf, parseDeliveryJob, type DeliveryJobData } from './delivery-job.js';
 import { jobContextOf, type JobContext } from './job-context.js';
 import { keptAWeek } from './lease-worker-options.js';
-import { Mailboxes } from './mailboxes.js';
+import { Mailboxes, type MailboxMessage, type Ownership } from './mailboxes.js';
 import { OutboxMarkers, type FinishedRecord } from './outbox-markers.js';
 
 /** How long done deliveries stay listed, as the embedded store keeps its done rows: a day. */
@@ -84,10 +84,11 @@ export class RedisOutboxRecords implements OutboxRecords {
     return this.options.queue;
   }
 
-  /** Adds `key`'s drain job: nothing when one waits, its successor when one runs (BullMQ's deduplication). */
-  async wake(key: string): Promise<void> {
+  /** Adds `key`'s drain job (due in `delayMs`): nothing when one waits, its successor when one runs (BullMQ's deduplication). */
+  async wake(key: string, delayMs = 0): Promise<void> {
     const data: DestinationDrainData = { key };
     await this.options.queue.add('drain', data, {
+      ...(delayMs > 0 ? { delay: delayMs } : {}),
       deduplication: { id: key, keepLastIfActive: true },
       attempts: 1,
       removeOnComplete: true,
@@ -114,20 +115,28 @@ export class RedisOutboxRecords implements OutboxRecords {
    * Puts the delivery in its destination's mailbox: 'queued', or 'exists' when its id was
    * recorded before (nothing changes). Never 'claimed': the drain jobs send.
    */
-  add(delivery: NewDelivery): Promise<AddOutcome> {
-    return this.addToMailbox(delivery, undefined);
+  async add(delivery: NewDelivery): Promise<AddOutcome> {
+    return (await this.addOwned(delivery)).outcome;
   }
 
   /** Queues a delivery that must not be sent: its drain job fails it at once (a dead letter). 'exists' as add(). */
-  addRefused(delivery: NewDelivery, reason: string): Promise<AddOutcome> {
-    return this.addToMailbox(delivery, reason);
+  async addRefused(delivery: NewDelivery, reason: string): Promise<AddOutcome> {
+    return (await this.addOwned(delivery, { refused: reason })).outcome;
   }
 
-  private async addToMailbox(delivery: NewDelivery, refused: string | undefined): Promise<AddOutcome> {
+  /**
+   * add() (or addRefused() with `refused`); with `claim`, the caller becomes the owner of a
+   * destination nobody drains and gets its `claimed` head to send, instead of a drain job.
+   */
+  async addOwned(
+    delivery: NewDelivery,
+    options: { readonly refused?: string; readonly claim?: Ownership } = {},
+  ): Promise<{ readonly outcome: AddOutcome; readonly key: string; readonly claimed?: MailboxMessage }> {
+    const { refused, claim } = options;
     const key = formatDestination(delivery.destination);
     const jobId = deliveryJobId(delivery.id);
     const { created, state } = await this.markers.create(jobId, key);
-    if (!created && state !== 'open') return 'exists';
+    if (!created && state !== 'open') return { outcome: 'exists', key };
     const data: DeliveryJobData = {
       ...delivery,
       attempts: 0,
@@ -136,10 +145,12 @@ export class RedisOutboxRecords implements OutboxRecords {
       ...(refused === undefined ? {} : { refused }),
     };
     // Also for a marker found open: an add cut off between its marker and its mailbox left it out; the mailbox takes an id once.
-    const offered = await this.mailboxes.offer(key, jobId, JSON.stringify(data));
+    const offered = await this.mailboxes.offer(key, jobId, JSON.stringify(data), claim === undefined ? {} : { claim });
+    const outcome = created ? 'queued' : 'exists';
+    if (offered.outcome === 'claimed') return { outcome, key, claimed: offered.head };
     // Waiting already (a replay): its drain job is added all the same, in case its first producer died before it did.
-    if (offered !== 'done') await this.wake(key);
-    return created ? 'queued' : 'exists';
+    if (offered.outcome === 'added' || offered.outcome === 'waiting') await this.wake(key);
+    return { outcome, key };
   }
 
   /**
@@ -256,12 +267,11 @@ export class RedisOutboxRecords implements OutboxRecords {
     return states;
   }
 
-  /** True while `jobId` is the head of `key`'s mailbox and a drain job holds its lock. */
+  /** True while `jobId` is the head of `key`'s mailbox and an instance owns it. */
   private async sending(key: string, jobId: string): Promise<boolean> {
     const { redis } = this.options;
-    const base = `${this.queuePrefix}:${this.options.queue.name}:`;
-    const [head, drain] = await Promise.all([redis.lindex(this.mailboxes.mailbox(key), 0), redis.get(`${base}de:${key}`)]);
-    return head === jobId && drain !== null && (await redis.exists(`${base}${drain}:lock`)) > 0;
+    const [head, owned] = await Promise.all([redis.lindex(this.mailboxes.mailbox(key), 0), redis.exists(this.mailboxes.owner(key))]);
+    return head === jobId && owned > 0;
   }
 
   /** Every open delivery, by destination, with the head of a mailbox being drained as 'sending'. */
@@ -291,7 +301,7 @@ export class RedisOutboxRecords implements OutboxRecords {
     // Reopened first: retried by someone else meanwhile, it is not ours to count.
     if (!(await this.markers.reopen(jobId))) return false;
     const key = formatDestination(fresh.destination);
-    await this.mailboxes.offer(key, jobId, JSON.stringify(fresh), true);
+    await this.mailboxes.offer(key, jobId, JSON.stringify(fresh), { again: true });
     await this.wake(key);
     return true;
   }

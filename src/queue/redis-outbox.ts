@@ -1,7 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SpanKind, context, trace, type Span } from '@opentelemetry/api';
-import { DelayedError, WaitingError, Worker, type Job } from 'bullmq';
+import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { settledBy } from '../deadline.js';
@@ -15,15 +16,18 @@ import type { Platform } from '../platforms/platform.js';
 import { runDetached } from '../session/index.js';
 import type { NewDelivery, OutboxPressure, OutboxRecords } from '../store/store.js';
 import { threadlineTracer } from '../telemetry/tracer.js';
-import { deliveryOf, parseDeliveryJob, type DeliveryJobData } from './delivery-job.js';
+import { deliveryJobId, deliveryOf, parseDeliveryJob, type DeliveryJobData } from './delivery-job.js';
 import { consumerContext } from './job-context.js';
 import { migrateLegacyDeliveryPartitions } from './legacy-delivery-partitions.js';
 import { leaseWorkerOptions, logWorkerErrors, type LeaseTimings } from './lease-worker-options.js';
+import { MailboxOwners } from './mailbox-owners.js';
+import type { MailboxHead, MailboxMessage, Ownership } from './mailboxes.js';
+import { Slots } from './slots.js';
 import type { DestinationDrainData, RedisOutboxRecords } from './redis-outbox-records.js';
 import { deliveryAcceptedAt } from '../telemetry/delivery-accepted-at.js';
 import { DeliveryMinutes } from '../deliveries/delivery-minutes.js';
 
-/** A failure of our own (Redis away) hands the job back after this, so a lasting one cannot spin. */
+/** A failure of our own (Redis away) gives the destination up after this, so a lasting one cannot spin. */
 const HAND_BACK_PAUSE_MS = 1_000;
 /** A retry due sooner than this is waited for in the slot; a later one frees the slot (the drain job is delayed). */
 const WAIT_IN_SLOT_MS = 1_000;
@@ -31,6 +35,8 @@ const WAIT_IN_SLOT_MS = 1_000;
 const SENDS_PER_DRAIN = 16;
 /** How often this instance looks for destinations with work and no drain job; the stalled interval when set. */
 const DEFAULT_SWEEP_EVERY_MS = 5_000;
+/** How long a destination stays owned by an instance that stopped renewing it (BullMQ's lock duration, the same lease). */
+const DEFAULT_LEASE_MS = 30_000;
 const UNUSABLE_ORIGIN: ReadonlySet<string> = new Set(['TL_SNAPSHOT_INVALID', 'TL_SESSION_INVALID']);
 const tracer = threadlineTracer();
 
@@ -47,10 +53,10 @@ export interface RedisOutboxOptions extends LeaseTimings {
   readonly sweepEveryMs?: number;
 }
 
-/** Thrown inside the processor once the job went back to wait: BullMQ then leaves it alone. */
-class HandedBack extends WaitingError {}
+/** Thrown once the destination was given up (stopping, a long wait): its drain ends there. */
+class Released extends Error {}
 
-/** The drain job's lock is another's: nothing more is done under it, not even a hand-back. */
+/** The destination is another's now: nothing more is done under this ownership, not even a release. */
 class Fenced extends Error {}
 
 /** What became of the head of a mailbox: sent or given up (`finished`), or `unusable` (kept aside). */
@@ -81,20 +87,42 @@ export class RedisOutbox implements DeliveryQueue {
   private readonly shutdown = new AbortController();
   private readonly platforms: ReadonlyMap<string, Platform>;
   private readonly logger: Logger;
+  private readonly slots: Slots;
+  private readonly owners: MailboxOwners;
+  /** Drains claimed by a send() here, without a drain job: stop() waits for them as for the worker's. */
+  private readonly draining = new Set<Promise<void>>();
 
   constructor(private readonly options: RedisOutboxOptions) {
     this.platforms = options.parts.platforms;
     this.logger = options.parts.logger;
+    this.slots = new Slots(Math.max(1, options.parts.options.maxInFlight));
+    this.owners = new MailboxOwners(options.records.mailboxes, options.lockDurationMs ?? DEFAULT_LEASE_MS, this.logger);
     // Every job in flight listens on these signals: many listeners are expected.
     setMaxListeners(0, this.stopping.signal);
     setMaxListeners(0, this.shutdown.signal);
   }
 
-  /** Records the delivery in its destination's mailbox inside the router's gateway.deliver span; a drain job (of any instance) sends it. */
+  /**
+   * Records the delivery in its destination's mailbox inside the router's gateway.deliver span.
+   * With a slot free here and nobody sending to the destination, this instance sends it at once;
+   * otherwise the destination's owner sends it in turn, or a drain job (of any instance).
+   */
   async send(delivery: NewDelivery, span: Span): Promise<void> {
     span.setAttribute('messaging.destination.name', this.options.records.queue.name);
-    const added = await this.options.records.add(delivery);
-    span.setAttribute(added === 'exists' ? 'delivery.replayed' : 'delivery.queued', true);
+    const claim = this.worker !== undefined && !this.stopping.signal.aborted && this.slots.tryTake() ? this.owners.ownership(randomUUID()) : undefined;
+    let added;
+    try {
+      added = await this.options.records.addOwned(delivery, claim === undefined ? {} : { claim });
+    } finally {
+      if (claim !== undefined && added?.claimed === undefined) this.slots.give();
+    }
+    span.setAttribute(added.outcome === 'exists' ? 'delivery.replayed' : 'delivery.queued', true);
+    if (added.claimed !== undefined) {
+      const leftover = added.claimed.id !== deliveryJobId(delivery.id);
+      const drained = runDetached(() => this.drain(added.key, claim!, added.claimed!, leftover));
+      this.draining.add(drained);
+      void drained.finally(() => this.draining.delete(drained));
+    }
   }
 
   /** Recorded as a delivery its drain job fails at once, unsent: a dead letter like any other, listed and retried alike. */
@@ -110,7 +138,7 @@ export class RedisOutbox implements DeliveryQueue {
     if (!this.options.work) return;
     const connection = await this.options.connect();
     this.connections.push(connection);
-    const worker = new Worker(records.queue.name, (job: Job, token?: string) => runDetached(() => this.process(job, token)), {
+    const worker = new Worker(records.queue.name, (job: Job) => runDetached(() => this.drainJob(job)), {
       connection,
       prefix: records.queuePrefix,
       concurrency: Math.max(1, this.options.parts.options.maxInFlight),
@@ -131,7 +159,7 @@ export class RedisOutbox implements DeliveryQueue {
   async stop(deadline: number): Promise<void> {
     clearInterval(this.sweeper);
     this.stopping.abort(new Error('the gateway is stopping'));
-    const closed = Promise.allSettled(this.worker === undefined ? [] : [this.worker.close()]);
+    const closed = Promise.allSettled([...(this.worker === undefined ? [] : [this.worker.close()]), ...this.draining]);
     if (!(await settledBy(closed, deadline))) this.shutdown.abort(new Error('the gateway is stopping'));
     await closed;
     await Promise.allSettled(this.connections.map((connection) => connection.quit()));
@@ -156,43 +184,65 @@ export class RedisOutbox implements DeliveryQueue {
     return this.options.records.list(filter);
   }
 
-  /** One drain job, from the root context: the destination's deliveries in order until empty, yielded, delayed or handed back. */
-  private async process(job: Job, token: string | undefined): Promise<void> {
+  /** A drain job, from the root context: takes a slot here, then drains its destination unless another instance owns it (that one sends what waits). */
+  private async drainJob(job: Job): Promise<void> {
+    const key = (job.data as Partial<DestinationDrainData> | null)?.key;
+    if (typeof key !== 'string' || key === '') throw new Error('a drain job without its destination');
+    await this.slots.take();
+    let handedOver = false;
     try {
-      await this.drain(job, token);
-    } catch (error) {
-      if (error instanceof WaitingError || error instanceof DelayedError || error instanceof Fenced) throw error;
-      // Our own failure (Redis away, most likely), not the platform's: the delivery is not given up for it.
-      this.logger.error({ err: error, job: job.id }, 'delivery failed in Redis; it is sent again');
-      await sleep(HAND_BACK_PAUSE_MS, undefined, { signal: this.stopping.signal }).catch(() => undefined);
-      await this.handBack(job, token);
+      // Stopping: the job completes, its successor (added now) runs elsewhere.
+      if (this.stopping.signal.aborted) return await this.options.records.wake(key);
+      const owner = this.owners.ownership(randomUUID());
+      const head = await this.options.records.mailboxes.claim(key, owner);
+      if (head.fenced || head.message === undefined) return;
+      handedOver = true;
+      // Its head may be one a dead owner finished before it could pop it.
+      await this.drain(key, owner, head.message, true);
+    } finally {
+      if (!handedOver) this.slots.give();
     }
   }
 
-  /** Sends the deliveries waiting in one destination's mailbox, oldest first, each step fenced by this job's lock. */
-  private async drain(job: Job, token: string | undefined): Promise<void> {
-    const key = (job.data as Partial<DestinationDrainData> | null)?.key;
-    if (typeof key !== 'string' || key === '') throw new Error('a drain job without its destination');
-    if (token === undefined || job.id === undefined) throw new Error('a drain job came without its lock token');
+  /**
+   * Sends the deliveries waiting in destination `key`'s mailbox, owned here, oldest first, each
+   * step fenced by the ownership. `checkFirst`: the first head may have been finished by an owner
+   * that died before it popped it. Gives the slot back at the end.
+   */
+  private async drain(key: string, owner: Ownership, first: MailboxMessage, checkFirst: boolean): Promise<void> {
     const { records } = this.options;
-    const lock = { key, token, lockKey: `${records.queuePrefix}:${records.queue.name}:${job.id}:lock` };
-    for (let sends = 0; ; sends++) {
-      if (this.stopping.signal.aborted) return this.handBack(job, token);
-      const head = await records.mailboxes.peek(key, lock.lockKey, token);
-      if (head.fenced) return this.fenced(job);
-      // Empty: the job completes; a delivery pushed from now on finds it active or gone, and gets a successor either way.
-      if (head.message === undefined) return;
-      if (sends === SENDS_PER_DRAIN) return records.wake(key);
-      // First head of a job run before (stalled, handed back, delayed): one that died between finishing it and popping it left it there, finished.
-      const done = sends === 0 && job.attemptsStarted > 1 && (await records.finished(head.message.id));
-      const outcome: HeadOutcome = done ? 'finished' : await this.deliver(job, lock, head.message);
-      const left = await records.mailboxes.pop(key, lock.lockKey, token, head.message.id, outcome === 'unusable');
-      if (left === 'fenced') return this.fenced(job);
+    this.owners.hold(key, owner.token, () => this.logger.warn({ destination: key }, 'a destination drained here lost its lease; another instance drains it, this one stops at its next step'));
+    let head: MailboxHead = { fenced: false, message: first };
+    try {
+      for (let sends = 0; ; sends++) {
+        if (this.stopping.signal.aborted) return await this.release(key, owner);
+        if (head.fenced) throw new Fenced();
+        // Empty: the pop gave the destination up; a delivery added from now on finds no owner.
+        if (head.message === undefined) return;
+        if (sends === SENDS_PER_DRAIN) return await this.release(key, owner);
+        const done = sends === 0 && checkFirst && (await records.finished(head.message.id));
+        const outcome: HeadOutcome = done ? 'finished' : await this.deliver(key, owner, head.message);
+        head = await records.mailboxes.pop(key, owner, head.message.id, outcome === 'unusable');
+      }
+    } catch (error) {
+      if (error instanceof Released) return;
+      if (error instanceof Fenced) {
+        this.logger.warn({ queue: records.queue.name, destination: key }, 'a drain job lost its lock; another instance drains its destination');
+        return;
+      }
+      // Our own failure (Redis away, most likely), not the platform's: the delivery is not given up for it.
+      this.logger.error({ err: error, destination: key }, 'delivery failed in Redis; it is sent again');
+      await sleep(HAND_BACK_PAUSE_MS, undefined, { signal: this.stopping.signal }).catch(() => undefined);
+      // Should this fail too, the lease lapses and a sweep gives the destination a drain job.
+      await this.release(key, owner).catch(() => undefined);
+    } finally {
+      this.owners.drop(key);
+      this.slots.give();
     }
   }
 
   /** Every attempt of the head of the mailbox until sent or given up; hands the job back at stop, delays it for a long wait. */
-  private async deliver(job: Job, lock: { key: string; token: string; lockKey: string }, message: { id: string; data: string }): Promise<HeadOutcome> {
+  private async deliver(key: string, owner: Ownership, message: MailboxMessage): Promise<HeadOutcome> {
     const parsed = parseDeliveryJob(readJson(message.data));
     if (!('job' in parsed)) {
       this.failed++;
@@ -212,16 +262,16 @@ export class RedisOutbox implements DeliveryQueue {
     for (;;) {
       // A retry's wait survives a hand-back: whoever runs the job next waits out what is left.
       const wait = data.dueAt === undefined ? 0 : data.dueAt - Date.now();
-      if (wait > WAIT_IN_SLOT_MS) return this.delay(job, lock.token, data.dueAt!);
+      if (wait > WAIT_IN_SLOT_MS) return this.delay(key, owner, data.dueAt!);
       if (wait > 0) {
         const waited = await sleep(wait, true, { signal: this.stopping.signal }).catch(() => false);
-        if (!waited) return this.handBack(job, lock.token);
+        if (!waited) return this.handBack(key, owner);
       }
-      if (this.stopping.signal.aborted) return this.handBack(job, lock.token);
+      if (this.stopping.signal.aborted) return this.handBack(key, owner);
       const delivery = deliveryOf(data);
       const span = tracer.startSpan(
         'gateway.deliver',
-        { kind: SpanKind.CONSUMER, links: resumed.links, attributes: { ...deliveryAttributes(delivery, delivery.attempts + 1), 'messaging.destination.name': job.queueName } },
+        { kind: SpanKind.CONSUMER, links: resumed.links, attributes: { ...deliveryAttributes(delivery, delivery.attempts + 1), 'messaging.destination.name': this.options.records.queue.name } },
         resumed.context,
       );
       try {
@@ -234,11 +284,11 @@ export class RedisOutbox implements DeliveryQueue {
           return 'finished';
         }
         // Cut off by stop(), not refused: the job goes back to the front, no attempt counts.
-        if (cutOffByStop(error, this.shutdown.signal)) return this.handBack(job, lock.token);
+        if (cutOffByStop(error, this.shutdown.signal)) return this.handBack(key, owner);
         const next = afterFailure(delivery, error, this.options.parts.options);
         if (next.action === 'give up') return this.giveUp(message.id, { ...data, attempts: next.attempt }, next.reason, { err: error, attempts: next.attempt });
         data = { ...data, attempts: next.attempt, dueAt: next.dueAt, lastError: error.message };
-        if (!(await this.options.records.mailboxes.rewrite(lock.key, lock.lockKey, lock.token, message.id, JSON.stringify(data)))) return this.fenced(job);
+        if (!(await this.options.records.mailboxes.rewrite(key, owner.token, message.id, JSON.stringify(data)))) throw new Fenced();
         this.retried++;
         this.options.parts.metrics.retry(this.platformLabel(delivery), delivery.kind);
       } finally {
@@ -257,22 +307,24 @@ export class RedisOutbox implements DeliveryQueue {
     return 'finished';
   }
 
-  /** The job's lock is another's (its lease lapsed here): that instance drains the destination now, this one stops. */
-  private fenced(job: Job): never {
-    this.logger.warn({ queue: job.queueName, job: job.id }, 'a drain job lost its lock; another instance drains its destination');
-    throw new Fenced('the drain job lost its lock: another instance drains its destination');
+  /** Gives up owning `key`'s mailbox, with a drain job for what is left in it: another instance, or this one later, goes on. */
+  private async release(key: string, owner: Ownership): Promise<void> {
+    const { records } = this.options;
+    if ((await records.mailboxes.release(key, owner.token)) > 0) await records.wake(key);
   }
 
-  /** Back to the front of the queue, unfinished: never completed nor failed; the delivery stays at the head of its mailbox. */
-  private async handBack(job: Job, token: string | undefined): Promise<never> {
-    await job.moveToWait(token);
-    throw new HandedBack(`drain job ${job.id ?? ''} handed back`);
+  /** Gives the destination up unfinished (stopping): the delivery stays at the head of its mailbox, its attempts kept, sent next by whoever drains it. */
+  private async handBack(key: string, owner: Ownership): Promise<never> {
+    await this.release(key, owner);
+    throw new Released();
   }
 
-  /** The drain job waits in BullMQ's delayed set until `dueAt`, freeing its slot; an add meanwhile is folded into it. */
-  private async delay(job: Job, token: string, dueAt: number): Promise<never> {
-    await job.moveToDelayed(dueAt, token);
-    throw new DelayedError();
+  /** Frees the slot until `dueAt`: the destination is given up with a drain job due then (an add meanwhile is folded into it). */
+  private async delay(key: string, owner: Ownership, dueAt: number): Promise<never> {
+    const { records } = this.options;
+    await records.mailboxes.release(key, owner.token);
+    await records.wake(key, Math.max(1, dueAt - Date.now()));
+    throw new Released();
   }
 
   /** Gives a drain job to each destination with work that has none (a producer died between its push and its add). */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { SpanKind, trace } from '@opentelemetry/api';
-import { Queue, WaitingError, Worker, type Job } from 'bullmq';
+import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ThreadlineError } from '../errors.js';
@@ -13,6 +13,9 @@ import { parseInboundJobData, type InboundJobData } from './inbound-job-data.js'
 import { consumerContext, jobContextOf } from './job-context.js';
 import { keptAWeek, leaseWorkerOptions, logWorkerErrors, type LeaseTimings } from './lease-worker-options.js';
 import { decodeTurnAbort, encodeTurnAbort } from './turn-abort-message.js';
+import { MailboxOwners } from './mailbox-owners.js';
+import type { MailboxHead, MailboxMessage, Ownership } from './mailboxes.js';
+import { Slots } from './slots.js';
 import { TurnMailboxes } from './turn-mailboxes.js';
 
 export interface RedisTurnQueueOptions extends LeaseTimings {
@@ -34,7 +37,7 @@ export interface RedisTurnQueueOptions extends LeaseTimings {
   readonly retryDelayMs?: number;
 }
 
-/** A turn running here: what /stop and close() abort. */
+/** A turn running here: what /stop, close() and a lost ownership abort. */
 interface RunningTurn {
   readonly sessionId: string;
   readonly controller: AbortController;
@@ -43,6 +46,8 @@ interface RunningTurn {
 const tracer = threadlineTracer();
 const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
 const DEFAULT_SWEEP_EVERY_MS = 5_000;
+/** How long a conversation stays owned by an instance that stopped renewing it (BullMQ's lock duration, the same lease). */
+const DEFAULT_LEASE_MS = 30_000;
 /** Turns a drain job runs before it yields its slot to other conversations (its successor waits at the back). */
 const TURNS_PER_DRAIN = 16;
 /** Drain jobs failed (a Redis error mid-drain; the sweeper gives their conversation a new one): kept a week, bounded. */
@@ -80,8 +85,12 @@ export class RedisTurnQueue implements TurnQueue {
   private sweeper: NodeJS.Timeout | undefined;
   /** A sweep under way (one waiting on Redis while it is away): the next one is skipped. */
   private sweeping = false;
-  /** By drain job id: the turn each runs here. */
+  /** By owner token: the turn each mailbox owned here runs. */
   private readonly running = new Map<string, RunningTurn>();
+  private readonly slots: Slots;
+  /** What runs a turn, once start() began working: until then nothing is drained here. */
+  private runner: RunTurn | undefined;
+  private ownersOnCommands: MailboxOwners | undefined;
   /** Processors not yet returned (handing back included): close() waits for them. */
   private readonly processing = new Set<Promise<unknown>>();
   private producer: Redis | undefined;
@@ -92,7 +101,9 @@ export class RedisTurnQueue implements TurnQueue {
   private closing = false;
   private idleWaiters: (() => void)[] = [];
 
-  constructor(private readonly options: RedisTurnQueueOptions) {}
+  constructor(private readonly options: RedisTurnQueueOptions) {
+    this.slots = new Slots(options.concurrency);
+  }
 
   /** Turns running here plus offers on their way to Redis. */
   get size(): number {
@@ -109,7 +120,8 @@ export class RedisTurnQueue implements TurnQueue {
         if (channel === this.abortChannel) this.onAbortMessage(payload);
       });
       await subscriber.subscribe(this.abortChannel);
-      this.worker = this.startWorker(this.connect(), run);
+      this.runner = run;
+      this.worker = this.startWorker(this.connect());
       const everyMs = this.options.sweepEveryMs ?? this.options.stalledIntervalMs ?? DEFAULT_SWEEP_EVERY_MS;
       this.sweeper = setInterval(() => void this.sweep(everyMs), everyMs);
       this.sweeper.unref();
@@ -118,15 +130,28 @@ export class RedisTurnQueue implements TurnQueue {
     }
   }
 
-  /** Adds the message to its conversation's mailbox (once: by its id), wakes its drain job, and ends its span. */
+  /**
+   * Adds the message to its conversation's mailbox (once: by its id) and ends its span. With a
+   * slot free here and nobody draining the conversation, this instance drains it at once;
+   * otherwise its owner runs it in turn, or a drain job is added for any instance to take.
+   */
   async offer(job: TurnJob): Promise<void> {
     this.offers++;
     try {
       const data: InboundJobData = { id: job.id, key: job.key, text: job.text, context: jobContextOf(job.context, job.routing) };
-      const offered = await this.withinTimeout(this.mailboxes().offer(job.key, job.id, JSON.stringify(data)), 'queue the message');
-      // Waiting already (a replay at start): one round trip, no more; had its first producer died before adding its drain job, the sweep adds it.
-      if (offered === 'added') await this.withinTimeout(this.wake(job.key), 'queue the message');
+      // A free slot here: the conversation is drained here at once if nobody owns it, without a drain job.
+      const claim = this.runner !== undefined && !this.draining && this.slots.tryTake() ? this.owners().ownership(randomUUID()) : undefined;
+      let offered;
+      try {
+        offered = await this.withinTimeout(this.mailboxes().offer(job.key, job.id, JSON.stringify(data), claim === undefined ? {} : { claim }), 'queue the message');
+      } finally {
+        if (claim !== undefined && offered?.outcome !== 'claimed') this.slots.give();
+      }
       job.span.setAttribute('messaging.destination.name', this.options.keys.turnsQueue);
+      if (offered.outcome === 'claimed') this.drainHere(job.key, claim!, offered.head);
+      // Waiting already (a replay at start): one round trip, no more; had its first producer died before adding its drain job, the sweep adds it.
+      // Owned: its owner pops it in turn.
+      else if (offered.outcome === 'added') await this.withinTimeout(this.wake(job.key), 'queue the message');
     } catch (error) {
       const failure = redisFailure(error);
       recordFailure(job.span, failure);
@@ -192,12 +217,12 @@ export class RedisTurnQueue implements TurnQueue {
     });
   }
 
-  private startWorker(connection: Redis, run: RunTurn): Worker {
+  private startWorker(connection: Redis): Worker {
     const queueName = this.options.keys.turnsQueue;
     const worker = new Worker(
       queueName,
       // Detached: BullMQ's loop runs in whatever context started it; the turn brings its own.
-      (job: Job, token?: string) => runDetached(() => this.track(this.drain(job, token, run))),
+      (job: Job) => runDetached(() => this.track(this.drainJob(job))),
       {
         connection,
         prefix: this.options.keys.queuePrefix,
@@ -207,57 +232,88 @@ export class RedisTurnQueue implements TurnQueue {
       },
     );
     logWorkerErrors(worker, this.options.logger, 'turns queue');
-    // Its lock lapsed (cut off from Redis past the lease): another instance runs the turn now, so this one stops.
-    worker.on('lockRenewalFailed', (jobIds) => {
-      for (const jobId of jobIds) {
-        const running = this.running.get(jobId);
-        if (running === undefined) continue;
-        this.options.logger.warn({ queue: queueName, job: jobId }, 'a turn lost its lock in Redis; another instance runs it, this one is aborted');
-        running.controller.abort(new Error('the turn lost its lock: another instance runs it'));
-      }
-    });
     worker.on('failed', (job, error) =>
       this.options.logger.warn({ err: error, queue: queueName, job: job?.id }, 'a drain job failed; its conversation gets a new one at the next sweep'),
     );
     return worker;
   }
 
-  /**
-   * Runs the turns waiting in one conversation's mailbox, oldest first, each only while this
-   * job's lock is still ours (the fence); a turn leaves the mailbox once it has run. Hands the
-   * job back when this instance is stopping, and yields after TURNS_PER_DRAIN turns.
-   */
-  private async drain(job: Job, token: string | undefined, run: RunTurn): Promise<void> {
+  /** A drain job: takes a slot here, then drains its conversation unless another instance owns it (that one pops what waits). */
+  private async drainJob(job: Job): Promise<void> {
     const key = drainKeyOf(job.data);
-    if (token === undefined || job.id === undefined) throw new Error('a drain job came without its lock token');
-    const lockKey = `${this.options.keys.queuePrefix}:${this.options.keys.turnsQueue}:${job.id}:lock`;
-    const mailboxes = this.mailboxes();
-    let head = await mailboxes.peek(key, lockKey, token);
-    for (let turns = 0; ; turns++) {
-      if (head.fenced) return this.fenced(job);
-      // Empty: the job completes; a message pushed from now on finds it active or gone, and gets a successor either way.
-      if (head.message === undefined) return;
-      if (this.draining) return this.handBack(job, token);
-      if (turns === TURNS_PER_DRAIN) return this.wake(key);
-      const message = this.usable(head.message, job);
-      if (message !== undefined) {
-        const aborted = await this.runTurn(job.id, message, run);
-        // As the gateway leaves such a message pending in the store, its mailbox keeps it at the head.
-        if (this.closing && aborted) return this.handBack(job, token);
-      }
-      const left = await mailboxes.pop(key, lockKey, token, head.message.id, message === undefined);
-      head = left === 'fenced' ? { fenced: true } : left === 0 ? { fenced: false } : await mailboxes.peek(key, lockKey, token);
+    await this.slots.take();
+    let handedOver = false;
+    try {
+      // Stopping: the job completes, its successor (added now) runs elsewhere.
+      if (this.draining) return await this.wake(key);
+      const owner = this.owners().ownership(randomUUID());
+      const head = await this.mailboxes().claim(key, owner);
+      if (head.fenced || head.message === undefined) return;
+      handedOver = true;
+      await this.drain(key, owner, head.message);
+    } finally {
+      if (!handedOver) this.slots.give();
     }
   }
 
+  /** Drains a conversation claimed by an offer here, in the background, in the slot the offer took. */
+  private drainHere(key: string, owner: Ownership, head: MailboxMessage): void {
+    void runDetached(() => this.track(this.drain(key, owner, head))).catch(() => undefined);
+  }
+
+  /**
+   * Runs the turns waiting in the mailbox of conversation `key`, owned here, oldest first, each
+   * step fenced by the ownership; a turn leaves the mailbox once it has run. Gives the mailbox
+   * up (with a drain job for what is left) when this instance is stopping and after
+   * TURNS_PER_DRAIN turns; gives the slot back at the end.
+   */
+  private async drain(key: string, owner: Ownership, first: MailboxMessage): Promise<void> {
+    const mailboxes = this.mailboxes();
+    this.owners().hold(key, owner.token, () => this.ownershipLost(owner.token));
+    let head: MailboxHead = { fenced: false, message: first };
+    try {
+      for (let turns = 0; ; turns++) {
+        if (head.fenced) return this.fenced(key);
+        // Empty: the pop gave the mailbox up; a message offered from now on finds no owner.
+        if (head.message === undefined) return;
+        if (this.draining || turns === TURNS_PER_DRAIN) return await this.giveUp(key, owner);
+        const message = this.usable(head.message, key);
+        if (message !== undefined) {
+          const aborted = await this.runTurn(owner.token, message, this.runner!);
+          // As the gateway leaves such a message pending in the store, its mailbox keeps it at the head.
+          if (this.closing && aborted) return await this.giveUp(key, owner);
+        }
+        head = await mailboxes.pop(key, owner, head.message.id, message === undefined);
+      }
+    } catch (error) {
+      // Redis failed mid-drain: once the lease lapses, a sweep gives the conversation a drain job.
+      this.options.logger.warn({ err: redisFailure(error), session: key }, 'a conversation could not be drained; it is drained again once its lease lapses');
+    } finally {
+      this.owners().drop(key);
+      this.slots.give();
+    }
+  }
+
+  /** Gives up owning `key`'s mailbox, with a drain job for what is left in it: another instance, or this one later, goes on. */
+  private async giveUp(key: string, owner: Ownership): Promise<void> {
+    if ((await this.mailboxes().release(key, owner.token)) > 0) await this.wake(key);
+  }
+
+  /** The mailbox owned under `token` is another's now (this one was cut off past the lease): its turn here is aborted. */
+  private ownershipLost(token: string): void {
+    const running = this.running.get(token);
+    this.options.logger.warn({ queue: this.options.keys.turnsQueue }, 'a turn lost its lock in Redis; another instance runs it, this one is aborted');
+    running?.controller.abort(new Error('the turn lost its lock: another instance runs it'));
+  }
+
   /** The message and the context its turn starts in, or undefined (logged without its text) when either is damaged: it is then kept aside. */
-  private usable(message: { readonly id: string; readonly data: string }, job: Job): UsableMessage | undefined {
+  private usable(message: MailboxMessage, key: string): UsableMessage | undefined {
     try {
       const data = parseInboundJobData(JSON.parse(message.data));
       return { data, consumer: consumerContext(data.context) };
     } catch (error) {
       this.options.logger.error(
-        { err: error instanceof SyntaxError ? new Error('the message data is not JSON') : error, job: job.id, message: message.id, keptIn: this.mailboxes().unusable },
+        { err: error instanceof SyntaxError ? new Error('the message data is not JSON') : error, session: key, message: message.id, keptIn: this.mailboxes().unusable },
         'a waiting message is unusable; it is kept aside and its conversation goes on',
       );
       return undefined;
@@ -265,7 +321,7 @@ export class RedisTurnQueue implements TurnQueue {
   }
 
   /** Runs one turn in its consumer span; true when it was aborted. */
-  private async runTurn(jobId: string, { data, consumer }: UsableMessage, run: RunTurn): Promise<boolean> {
+  private async runTurn(token: string, { data, consumer }: UsableMessage, run: RunTurn): Promise<boolean> {
     const span = tracer.startSpan(
       'gateway.turn',
       {
@@ -283,35 +339,20 @@ export class RedisTurnQueue implements TurnQueue {
     const context = trace.setSpan(consumer.context, span);
     const session = requireSession(context);
     const controller = new AbortController();
-    this.running.set(jobId, { sessionId: session.sessionId, controller });
+    this.running.set(token, { sessionId: session.sessionId, controller });
     try {
       // run() ends the span.
       await run({ id: data.id, sessionId: session.sessionId, session, key: data.key, text: data.text, context, span, routing: data.context.routing }, controller.signal);
     } finally {
-      this.running.delete(jobId);
+      this.running.delete(token);
       this.settleIdle();
     }
     return controller.signal.aborted;
   }
 
-  /** The job's lock is another's (its lease lapsed here): that instance drains the mailbox now, this one stops. */
-  private fenced(job: Job): never {
-    this.options.logger.warn({ queue: this.options.keys.turnsQueue, job: job.id }, 'a drain job lost its lock; another instance drains its conversation');
-    throw new Error('the drain job lost its lock: another instance drains its conversation');
-  }
-
-  /**
-   * Puts an active drain job back in the queue (moveJobFromActiveToWait RPUSHes: it is taken
-   * first), neither completed nor failed. Throws WaitingError, which tells BullMQ it moved.
-   */
-  private async handBack(job: Job, token: string | undefined): Promise<never> {
-    try {
-      await job.moveToWait(token);
-    } catch (error) {
-      // Its lock then expires and another instance's stalled check puts it back at the front all the same.
-      this.options.logger.warn({ err: redisFailure(error), job: job.id }, 'could not hand a drain job back; it runs elsewhere once its lock expires');
-    }
-    throw new WaitingError();
+  /** The mailbox is another's (this one's lease lapsed): that instance drains the conversation now, this one stops. */
+  private fenced(key: string): void {
+    this.options.logger.warn({ queue: this.options.keys.turnsQueue, session: key }, 'a drain job lost its lock; another instance drains its conversation');
   }
 
   /** Gives a drain job to each conversation with work that has none (a producer died between its push and its add). */
@@ -405,6 +446,11 @@ export class RedisTurnQueue implements TurnQueue {
       this.queueOfTurns = queue;
     }
     return this.queueOfTurns;
+  }
+
+  private owners(): MailboxOwners {
+    this.ownersOnCommands ??= new MailboxOwners(this.mailboxes(), this.options.lockDurationMs ?? DEFAULT_LEASE_MS, this.options.logger);
+    return this.ownersOnCommands;
   }
 
   private mailboxes(): TurnMailboxes {

@@ -169,11 +169,11 @@ describe('RedisTurnQueue: the conversation is the unit of order', () => {
     await a.queue.offer(turnJob('chat-1', 'm-1'));
     await a.queue.offer(turnJob('chat-1', 'm-2'));
     await within(5_000, 'the first turn started', () => seen.length === 1);
-    // What a takeover looks like from here: the job's lock holds another instance's token.
+    // What a takeover looks like from here: the conversation's owner key holds another instance's token.
     const raw = new Redis(redis.url);
     cleanups.push(async () => raw.disconnect());
-    const [lock] = await raw.keys(`${new RedisKeys(prefix).queuePrefix}:turns:*:lock`);
-    await raw.set(lock!, 'another-instance', 'PX', 60_000);
+    const [owner] = await raw.keys(new RedisKeys(prefix).key('turns', 'owner', '*'));
+    await raw.set(owner!, 'another-instance', 'PX', 60_000);
 
     // The renewal finds the lock taken and aborts the turn; the drain then stops at its fence.
     await within(10_000, 'the drain stopped at its fence, or went past it', () => seen.length > 1 || log.some((line) => line.includes('a drain job lost its lock')));

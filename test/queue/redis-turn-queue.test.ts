@@ -265,9 +265,9 @@ describe('RedisTurnQueue', () => {
     // What a lapse looks like to the lock's next renewal: the lock is gone.
     const raw = new Redis(redis.url);
     cleanups.push(async () => raw.disconnect());
-    const locks = await raw.keys(`${new RedisKeys(prefix).queuePrefix}:turns:*:lock`);
-    expect(locks.length).toBe(1);
-    await raw.del(locks[0]!);
+    const owners = await raw.keys(new RedisKeys(prefix).key('turns', 'owner', '*'));
+    expect(owners.length).toBe(1);
+    await raw.del(owners[0]!);
     await aborted;
     expect((seen[0]!.signal.reason as Error).message).toMatch(/lost its lock/);
     expect(log.join('\n')).toContain('lost its lock');

@@ -1,0 +1,35 @@
+/**
+ * An instance's slots (THREADLINE_CONCURRENCY): what runs here at once, whether it came as a
+ * drain job or was claimed at once by the offer that brought it. A waiter is served before a
+ * claim at once, so work the cluster handed here is not overtaken by work that just arrived.
+ */
+export class Slots {
+  private taken = 0;
+  private readonly waiters: (() => void)[] = [];
+
+  constructor(readonly capacity: number) {}
+
+  /** Takes a slot when one is free and nobody waits for one; false otherwise. */
+  tryTake(): boolean {
+    if (this.taken >= this.capacity || this.waiters.length > 0) return false;
+    this.taken++;
+    return true;
+  }
+
+  /** Resolves once a slot is taken, in the order asked. */
+  take(): Promise<void> {
+    if (this.tryTake()) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Gives a slot back: to the longest waiter, if any. */
+  give(): void {
+    const next = this.waiters.shift();
+    if (next !== undefined) next();
+    else this.taken--;
+  }
+
+  get inUse(): number {
+    return this.taken;
+  }
+}
