@@ -29,7 +29,7 @@ export class MailboxOwners {
     return { token, leaseMs: this.leaseMs };
   }
 
-  /** Keeps `key`'s mailbox, owned by `token`, renewed until drop(key). */
+  /** Keeps `key`'s mailbox, owned by `token`, renewed until drop(key, token). */
   hold(key: string, token: string, onLost: () => void): void {
     this.owned.set(key, { token, onLost });
     if (this.timer === undefined) {
@@ -38,8 +38,9 @@ export class MailboxOwners {
     }
   }
 
-  drop(key: string): void {
-    this.owned.delete(key);
+  /** Stops renewing `key`'s mailbox owned by `token` (a later ownership of the same mailbox here stays). */
+  drop(key: string, token: string): void {
+    if (this.owned.get(key)?.token === token) this.owned.delete(key);
     if (this.owned.size > 0) return;
     clearInterval(this.timer);
     this.timer = undefined;

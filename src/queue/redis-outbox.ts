@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SpanKind, context, trace, type Span } from '@opentelemetry/api';
-import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { settledBy } from '../deadline.js';
@@ -19,11 +18,12 @@ import { threadlineTracer } from '../telemetry/tracer.js';
 import { deliveryJobId, deliveryOf, parseDeliveryJob, type DeliveryJobData } from './delivery-job.js';
 import { consumerContext } from './job-context.js';
 import { migrateLegacyDeliveryPartitions } from './legacy-delivery-partitions.js';
-import { leaseWorkerOptions, logWorkerErrors, type LeaseTimings } from './lease-worker-options.js';
+import { DrainJobs } from './drain-jobs.js';
+import type { LeaseTimings } from './lease-worker-options.js';
 import { MailboxOwners } from './mailbox-owners.js';
 import type { MailboxHead, MailboxMessage, Ownership } from './mailboxes.js';
 import { Slots } from './slots.js';
-import type { DestinationDrainData, RedisOutboxRecords } from './redis-outbox-records.js';
+import type { RedisOutboxRecords } from './redis-outbox-records.js';
 import { deliveryAcceptedAt } from '../telemetry/delivery-accepted-at.js';
 import { DeliveryMinutes } from '../deliveries/delivery-minutes.js';
 
@@ -77,7 +77,7 @@ export class RedisOutbox implements DeliveryQueue {
   readonly minutes = new DeliveryMinutes();
   private retried = 0;
   private failed = 0;
-  private worker: Worker | undefined;
+  private drainJobs: DrainJobs | undefined;
   private readonly connections: Redis[] = [];
   private sweeper: NodeJS.Timeout | undefined;
   private sweeping = false;
@@ -109,7 +109,7 @@ export class RedisOutbox implements DeliveryQueue {
    */
   async send(delivery: NewDelivery, span: Span): Promise<void> {
     span.setAttribute('messaging.destination.name', this.options.records.queue.name);
-    const claim = this.worker !== undefined && !this.stopping.signal.aborted && this.slots.tryTake() ? this.owners.ownership(randomUUID()) : undefined;
+    const claim = this.drainJobs !== undefined && !this.stopping.signal.aborted && this.slots.tryTake() ? this.owners.ownership(randomUUID()) : undefined;
     let added;
     try {
       added = await this.options.records.addOwned(delivery, claim === undefined ? {} : { claim });
@@ -117,12 +117,8 @@ export class RedisOutbox implements DeliveryQueue {
       if (claim !== undefined && added?.claimed === undefined) this.slots.give();
     }
     span.setAttribute(added.outcome === 'exists' ? 'delivery.replayed' : 'delivery.queued', true);
-    if (added.claimed !== undefined) {
-      const leftover = added.claimed.id !== deliveryJobId(delivery.id);
-      const drained = runDetached(() => this.drain(added.key, claim!, added.claimed!, leftover));
-      this.draining.add(drained);
-      void drained.finally(() => this.draining.delete(drained));
-    }
+    // A head other than this delivery may be one an owner that died finished before it could pop it.
+    if (added.claimed !== undefined) this.drainHere(added.key, claim!, added.claimed, added.claimed.id !== deliveryJobId(delivery.id));
   }
 
   /** Recorded as a delivery its drain job fails at once, unsent: a dead letter like any other, listed and retried alike. */
@@ -138,14 +134,17 @@ export class RedisOutbox implements DeliveryQueue {
     if (!this.options.work) return;
     const connection = await this.options.connect();
     this.connections.push(connection);
-    const worker = new Worker(records.queue.name, (job: Job) => runDetached(() => this.drainJob(job)), {
-      connection,
+    this.drainJobs = new DrainJobs({
+      queue: records.queue.name,
       prefix: records.queuePrefix,
-      concurrency: Math.max(1, this.options.parts.options.maxInFlight),
-      ...leaseWorkerOptions(this.options),
+      connection,
+      slots: this.slots,
+      logger: this.logger,
+      what: 'delivery',
+      ...(this.options.lockDurationMs === undefined ? {} : { lockDurationMs: this.options.lockDurationMs }),
+      ...(this.options.stalledIntervalMs === undefined ? {} : { stalledIntervalMs: this.options.stalledIntervalMs }),
     });
-    logWorkerErrors(worker, this.logger, 'delivery');
-    this.worker = worker;
+    await this.drainJobs.start((key) => this.take(key));
     const everyMs = this.options.sweepEveryMs ?? this.options.stalledIntervalMs ?? DEFAULT_SWEEP_EVERY_MS;
     this.sweeper = setInterval(() => void this.sweep(everyMs), everyMs);
     this.sweeper.unref();
@@ -159,11 +158,16 @@ export class RedisOutbox implements DeliveryQueue {
   async stop(deadline: number): Promise<void> {
     clearInterval(this.sweeper);
     this.stopping.abort(new Error('the gateway is stopping'));
-    const closed = Promise.allSettled([...(this.worker === undefined ? [] : [this.worker.close()]), ...this.draining]);
+    this.drainJobs?.stopFetching();
+    // Until none is left: a job taken just as the stop began may start one more.
+    const closed = (async () => {
+      while (this.draining.size > 0) await Promise.allSettled([...this.draining]);
+    })();
     if (!(await settledBy(closed, deadline))) this.shutdown.abort(new Error('the gateway is stopping'));
     await closed;
+    await this.drainJobs?.close();
     await Promise.allSettled(this.connections.map((connection) => connection.quit()));
-    this.worker = undefined;
+    this.drainJobs = undefined;
     this.connections.length = 0;
   }
 
@@ -184,24 +188,28 @@ export class RedisOutbox implements DeliveryQueue {
     return this.options.records.list(filter);
   }
 
-  /** A drain job, from the root context: takes a slot here, then drains its destination unless another instance owns it (that one sends what waits). */
-  private async drainJob(job: Job): Promise<void> {
-    const key = (job.data as Partial<DestinationDrainData> | null)?.key;
-    if (typeof key !== 'string' || key === '') throw new Error('a drain job without its destination');
-    await this.slots.take();
+  /** A drain job's destination, in the slot taken for it: drained here unless another instance owns it (that one sends what waits). */
+  private async take(key: string): Promise<void> {
     let handedOver = false;
     try {
-      // Stopping: the job completes, its successor (added now) runs elsewhere.
+      // Stopping: its successor (added now, as the job is still active) runs elsewhere.
       if (this.stopping.signal.aborted) return await this.options.records.wake(key);
       const owner = this.owners.ownership(randomUUID());
       const head = await this.options.records.mailboxes.claim(key, owner);
       if (head.fenced || head.message === undefined) return;
       handedOver = true;
       // Its head may be one a dead owner finished before it could pop it.
-      await this.drain(key, owner, head.message, true);
+      this.drainHere(key, owner, head.message, true);
     } finally {
       if (!handedOver) this.slots.give();
     }
+  }
+
+  /** Drains a destination claimed here, in the background, in the slot taken for it; stop() waits for it. */
+  private drainHere(key: string, owner: Ownership, head: MailboxMessage, checkFirst: boolean): void {
+    const drained = runDetached(() => this.drain(key, owner, head, checkFirst));
+    this.draining.add(drained);
+    void drained.finally(() => this.draining.delete(drained));
   }
 
   /**
@@ -236,7 +244,7 @@ export class RedisOutbox implements DeliveryQueue {
       // Should this fail too, the lease lapses and a sweep gives the destination a drain job.
       await this.release(key, owner).catch(() => undefined);
     } finally {
-      this.owners.drop(key);
+      this.owners.drop(key, owner.token);
       this.slots.give();
     }
   }

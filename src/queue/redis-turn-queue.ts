@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { SpanKind, trace } from '@opentelemetry/api';
-import { Queue, Worker, type Job } from 'bullmq';
+import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ThreadlineError } from '../errors.js';
@@ -11,7 +11,8 @@ import type { RedisKeys } from '../store/redis/redis-keys.js';
 import { threadlineTracer } from '../telemetry/tracer.js';
 import { parseInboundJobData, type InboundJobData } from './inbound-job-data.js';
 import { consumerContext, jobContextOf } from './job-context.js';
-import { keptAWeek, leaseWorkerOptions, logWorkerErrors, type LeaseTimings } from './lease-worker-options.js';
+import { DrainJobs } from './drain-jobs.js';
+import { keptAWeek, type LeaseTimings } from './lease-worker-options.js';
 import { decodeTurnAbort, encodeTurnAbort } from './turn-abort-message.js';
 import { MailboxOwners } from './mailbox-owners.js';
 import type { MailboxHead, MailboxMessage, Ownership } from './mailboxes.js';
@@ -80,7 +81,7 @@ export class RedisTurnQueue implements TurnQueue {
   private readonly instance = randomUUID();
   private readonly connections: Redis[] = [];
   private queueOfTurns: Queue | undefined;
-  private worker: Worker | undefined;
+  private drainJobs: DrainJobs | undefined;
   private mailboxesOnCommands: TurnMailboxes | undefined;
   private sweeper: NodeJS.Timeout | undefined;
   /** A sweep under way (one waiting on Redis while it is away): the next one is skipped. */
@@ -121,7 +122,18 @@ export class RedisTurnQueue implements TurnQueue {
       });
       await subscriber.subscribe(this.abortChannel);
       this.runner = run;
-      this.worker = this.startWorker(this.connect());
+      this.drainJobs = new DrainJobs({
+        queue: this.options.keys.turnsQueue,
+        prefix: this.options.keys.queuePrefix,
+        connection: this.connect(),
+        slots: this.slots,
+        logger: this.options.logger,
+        what: 'turns queue',
+        ...(this.options.lockDurationMs === undefined ? {} : { lockDurationMs: this.options.lockDurationMs }),
+        ...(this.options.stalledIntervalMs === undefined ? {} : { stalledIntervalMs: this.options.stalledIntervalMs }),
+        ...(this.options.retryDelayMs === undefined ? {} : { retryDelayMs: this.options.retryDelayMs }),
+      });
+      await this.drainJobs.start((key) => this.take(key));
       const everyMs = this.options.sweepEveryMs ?? this.options.stalledIntervalMs ?? DEFAULT_SWEEP_EVERY_MS;
       this.sweeper = setInterval(() => void this.sweep(everyMs), everyMs);
       this.sweeper.unref();
@@ -180,8 +192,8 @@ export class RedisTurnQueue implements TurnQueue {
   async idle(): Promise<void> {
     this.draining = true;
     this.stopSweeping();
-    // Without waiting for their jobs: the wait is ours (settleIdle), and another instance may take what waits.
-    await this.worker?.pause(true);
+    // The wait is ours (settleIdle), and another instance takes what waits.
+    this.drainJobs?.stopFetching();
     if (this.size === 0) return;
     await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
@@ -194,10 +206,10 @@ export class RedisTurnQueue implements TurnQueue {
     this.draining = true;
     this.closing = true;
     this.stopSweeping();
-    await this.worker?.pause(true);
+    this.drainJobs?.stopFetching();
     for (const turn of this.running.values()) turn.controller.abort(new Error(reason));
     await Promise.allSettled([...this.processing]);
-    await this.worker?.close().catch(() => undefined);
+    await this.drainJobs?.close();
     await this.queueOfTurns?.close().catch(() => undefined);
     for (const connection of this.connections) connection.disconnect();
   }
@@ -217,46 +229,23 @@ export class RedisTurnQueue implements TurnQueue {
     });
   }
 
-  private startWorker(connection: Redis): Worker {
-    const queueName = this.options.keys.turnsQueue;
-    const worker = new Worker(
-      queueName,
-      // Detached: BullMQ's loop runs in whatever context started it; the turn brings its own.
-      (job: Job) => runDetached(() => this.track(this.drainJob(job))),
-      {
-        connection,
-        prefix: this.options.keys.queuePrefix,
-        concurrency: this.options.concurrency,
-        ...leaseWorkerOptions(this.options),
-        ...(this.options.retryDelayMs === undefined ? {} : { runRetryDelay: this.options.retryDelayMs }),
-      },
-    );
-    logWorkerErrors(worker, this.options.logger, 'turns queue');
-    worker.on('failed', (job, error) =>
-      this.options.logger.warn({ err: error, queue: queueName, job: job?.id }, 'a drain job failed; its conversation gets a new one at the next sweep'),
-    );
-    return worker;
-  }
-
-  /** A drain job: takes a slot here, then drains its conversation unless another instance owns it (that one pops what waits). */
-  private async drainJob(job: Job): Promise<void> {
-    const key = drainKeyOf(job.data);
-    await this.slots.take();
+  /** A drain job's conversation, in the slot taken for it: drained here unless another instance owns it (that one runs what waits). */
+  private async take(key: string): Promise<void> {
     let handedOver = false;
     try {
-      // Stopping: the job completes, its successor (added now) runs elsewhere.
+      // Stopping: its successor (added now, as the job is still active) runs elsewhere.
       if (this.draining) return await this.wake(key);
       const owner = this.owners().ownership(randomUUID());
       const head = await this.mailboxes().claim(key, owner);
       if (head.fenced || head.message === undefined) return;
       handedOver = true;
-      await this.drain(key, owner, head.message);
+      this.drainHere(key, owner, head.message);
     } finally {
       if (!handedOver) this.slots.give();
     }
   }
 
-  /** Drains a conversation claimed by an offer here, in the background, in the slot the offer took. */
+  /** Drains a conversation claimed here, in the background, in the slot taken for it. */
   private drainHere(key: string, owner: Ownership, head: MailboxMessage): void {
     void runDetached(() => this.track(this.drain(key, owner, head))).catch(() => undefined);
   }
@@ -289,7 +278,7 @@ export class RedisTurnQueue implements TurnQueue {
       // Redis failed mid-drain: once the lease lapses, a sweep gives the conversation a drain job.
       this.options.logger.warn({ err: redisFailure(error), session: key }, 'a conversation could not be drained; it is drained again once its lease lapses');
     } finally {
-      this.owners().drop(key);
+      this.owners().drop(key, owner.token);
       this.slots.give();
     }
   }
@@ -482,11 +471,4 @@ export class RedisTurnQueue implements TurnQueue {
     });
     return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
   }
-}
-
-/** The session key a drain job drains; throws for data that is not a drain job's. */
-function drainKeyOf(data: unknown): string {
-  const key = (data as Partial<DrainJobData> | null)?.key;
-  if (typeof key !== 'string' || key === '') throw new Error('a drain job without its conversation key');
-  return key;
 }

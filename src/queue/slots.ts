@@ -6,6 +6,7 @@
 export class Slots {
   private taken = 0;
   private readonly waiters: (() => void)[] = [];
+  private readonly freeWatchers: (() => void)[] = [];
 
   constructor(readonly capacity: number) {}
 
@@ -26,7 +27,16 @@ export class Slots {
   give(): void {
     const next = this.waiters.shift();
     if (next !== undefined) next();
-    else this.taken--;
+    else {
+      this.taken--;
+      for (const notify of this.freeWatchers.splice(0)) notify();
+    }
+  }
+
+  /** Resolves once a slot is free (without taking it): what fetches work from the cluster waits on. */
+  whenFree(): Promise<void> {
+    if (this.taken < this.capacity && this.waiters.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.freeWatchers.push(resolve));
   }
 
   get inUse(): number {

@@ -160,6 +160,40 @@ describe('RedisTurnQueue: the conversation is the unit of order', () => {
     }
   });
 
+  it('an instance with a free slot runs the turn it took at once, with no drain job in BullMQ', async () => {
+    const prefix = redis.prefix();
+    const seen: Seen[] = [];
+    const a = instance(prefix, 2);
+    const b = instance(prefix, 2);
+    await a.queue.start(recorder(seen, 'a'));
+    await b.queue.start(recorder(seen, 'b'));
+    for (const chat of ['chat-1', 'chat-2', 'chat-3']) await a.queue.offer(turnJob(chat, `${chat}:m0`));
+    await within(5_000, 'every turn ran', () => seen.length === 3);
+    expect(seen.every((turn) => turn.instance === 'a')).toBe(true);
+    const raw = new Redis(redis.url);
+    cleanups.push(async () => raw.disconnect());
+    const keys = new RedisKeys(prefix);
+    // BullMQ numbers every job it adds in `<queue>:id`: no job, no counter.
+    expect(await raw.exists(`${keys.queuePrefix}:${keys.turnsQueue}:id`)).toBe(0);
+  });
+
+  it('with every slot here busy, a message goes to a drain job that an instance with a free slot takes', async () => {
+    const prefix = redis.prefix();
+    const seen: Seen[] = [];
+    const held = gate();
+    const a = instance(prefix, 1);
+    const b = instance(prefix, 1);
+    // Opened before the instances close (cleanups run last first): a close waits for its turns.
+    cleanups.push(async () => held.open());
+    await a.queue.start(recorder(seen, 'a', () => held.promise));
+    await a.queue.offer(turnJob('chat-1', 'm-1'));
+    await within(5_000, "A runs chat-1's turn", () => seen.length === 1);
+    await b.queue.start(recorder(seen, 'b'));
+    await a.queue.offer(turnJob('chat-2', 'm-2'));
+    await within(5_000, 'B ran the turn A had no slot for', () => seen.length === 2);
+    expect(seen.map(({ instance, job }) => `${instance}:${job.id}`)).toEqual(['a:m-1', 'b:m-2']);
+  });
+
   it("the fence: a drain job whose lock another instance holds now runs no further turn of its conversation", async () => {
     const prefix = redis.prefix();
     const seen: Seen[] = [];
