@@ -38,6 +38,8 @@ export class DrainJobs {
   private readonly instance = randomUUID();
   private fetches = 0;
   private loop: Promise<void> | undefined;
+  /** Jobs being taken: close() waits for them. */
+  private readonly running = new Set<Promise<void>>();
   private stopped = false;
 
   constructor(private readonly options: DrainJobsOptions) {
@@ -65,6 +67,7 @@ export class DrainJobs {
   /** Stops fetching and closes the worker; a job fetched but not yet taken is handed back. */
   async close(): Promise<void> {
     this.stopped = true;
+    await Promise.allSettled([...this.running]);
     await this.worker.close().catch(() => undefined);
     await this.loop;
   }
@@ -85,7 +88,10 @@ export class DrainJobs {
         continue;
       }
       if (job === undefined) continue;
-      await this.run(job, token, take);
+      // Not awaited: the next job is fetched while this one is claimed and completed, so a wave of freed slots fills at once.
+      const running = this.run(job, token, take);
+      this.running.add(running);
+      void running.finally(() => this.running.delete(running));
     }
   }
 

@@ -406,7 +406,9 @@ describe('the BullMQ schedule runner', () => {
     await until(() => Date.now() > cron.nextAt + 3_500 && refused >= 6, 15_000);
     const queue = schedulesQueue(keys);
     const retrying = (await queue.getJobs(['delayed', 'wait', 'active', 'prioritized'])).filter((job) => job.attemptsMade > 0);
-    expect(retrying.map((job) => job.id).sort()).toEqual([`due:${reminder.id}:${reminder.nextAt}`, `repeat:${cron.id}:${cron.nextAt}`]);
+    // The cron's first run is its tick's job, or a job of its own when the machine was slow enough that it was due before the add.
+    const cronRun = retrying.some((job) => job.id === `due:${cron.id}:${cron.nextAt}`) ? `due:${cron.id}:${cron.nextAt}` : `repeat:${cron.id}:${cron.nextAt}`;
+    expect(retrying.map((job) => job.id).sort()).toEqual([`due:${reminder.id}:${reminder.nextAt}`, cronRun].sort());
     for (const job of retrying) {
       expect(job.attemptsMade, job.id).toBeGreaterThan(1);
       expect(job.stacktrace, job.id).toHaveLength(1);
