@@ -42,7 +42,7 @@ const rotate = <T>(items: readonly T[], by: number): T[] => items.map((_, i) => 
 const fixed = (value: number, digits: number) => value.toFixed(digits);
 
 const sink = await startReplySink();
-const slowTurnsOptions = { deliveryUrl: `${sink.url}/deliveries`, dist: DIST, telemetry: TELEMETRY, redisAppendonly: REDIS_AOF, ...SLOW };
+const slowTurnsOptions = { deliveryUrl: `${sink.url}/deliveries`, dist: DIST, telemetry: TELEMETRY, redisAppendonly: REDIS_AOF, cpuProfileDir: process.env['BENCH_CPU_PROF_DIR'], ...SLOW };
 if (SCENARIO === 'slow-turns') {
   reportSlowTurns(await measureSlowTurns(sink, slowTurnsOptions));
   sink.stop();
