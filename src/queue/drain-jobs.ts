@@ -10,6 +10,10 @@ import type { Slots } from './slots.js';
 
 /** After a Redis error, how long the fetch loop waits before it fetches again: BullMQ's default. */
 const DEFAULT_RETRY_DELAY_MS = 15_000;
+/** How long a fetched job waits here for a slot that work arriving at once took: then it goes back for another instance. */
+const SLOT_WAIT_MS = 1_000;
+/** BullMQ's lock duration: a fetched job's lock is not extended, so its wait for a slot stays well inside it. */
+const DEFAULT_LOCK_MS = 30_000;
 
 export interface DrainJobsOptions extends LeaseTimings {
   /** The BullMQ queue of drain jobs (`turns`, `deliveries`) and its prefix. */
@@ -41,6 +45,8 @@ export class DrainJobs {
   /** Jobs being taken: close() waits for them. */
   private readonly running = new Set<Promise<void>>();
   private stopped = false;
+  /** Aborted by close(): a wait after a Redis error ends at once. */
+  private readonly closing = new AbortController();
 
   constructor(private readonly options: DrainJobsOptions) {
     this.worker = new Worker(options.queue, undefined, {
@@ -67,9 +73,17 @@ export class DrainJobs {
   /** Stops fetching and closes the worker; a job fetched but not yet taken is handed back. */
   async close(): Promise<void> {
     this.stopped = true;
-    await Promise.allSettled([...this.running]);
-    await this.worker.close().catch(() => undefined);
+    this.closing.abort();
+    await this.settled();
+    // Forced: cuts the blocking fetch off at once (unforced, it waits out its timeout, seconds); our jobs are settled already.
+    // A job that fetch brought back after all is handed back by run(), or requeued by the stalled check.
+    await this.worker.close(true).catch(() => undefined);
     await this.loop;
+    await this.settled();
+  }
+
+  private async settled(): Promise<void> {
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
   }
 
   private async fetchLoop(take: (key: string) => Promise<void>): Promise<void> {
@@ -84,7 +98,7 @@ export class DrainJobs {
       } catch (error) {
         if (this.stopped) return;
         this.options.logger.warn({ err: redisFailure(error), queue: this.options.queue }, `${this.options.what} could not fetch a drain job; trying again`);
-        await sleep(this.options.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS);
+        await sleep(this.options.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS, undefined, { signal: this.closing.signal }).catch(() => undefined);
         continue;
       }
       if (job === undefined) continue;
@@ -95,11 +109,13 @@ export class DrainJobs {
     }
   }
 
-  /** Takes the slot and hands the job's key to `take`; a slot taken meanwhile by work that just arrived puts the job back for another instance. */
+  /** Takes a slot and hands the job's key to `take`; with none free within a moment, the job goes back for another instance. */
   private async run(job: Job, token: string, take: (key: string) => Promise<void>): Promise<void> {
     try {
       const key = drainKeyOf(job.data);
-      if (this.stopped || !this.options.slots.tryTake()) {
+      // A slot taken meanwhile by work that arrived here: the job waits in line for the next one (new work does not overtake it), a moment.
+      const waitMs = Math.min(SLOT_WAIT_MS, Math.floor((this.options.lockDurationMs ?? DEFAULT_LOCK_MS) / 4));
+      if (this.stopped || !(await this.options.slots.takeWithin(waitMs))) {
         await job.moveToWait(token);
         return;
       }

@@ -64,13 +64,15 @@ type HeadOutcome = 'finished' | 'unusable';
 
 /**
  * The distributed outbox. The destination (platform, chat, thread) is the unit of order: its
- * deliveries wait in its mailbox and one drain job at a time, cluster-wide, sends them in order
- * (RedisOutboxRecords). Any instance with a free slot (the outbox's maxInFlight, from
- * THREADLINE_CONCURRENCY) drains any destination with work, so sends at once reach the sum of
- * the instances' slots and a slow platform call holds only its own destination. Each step is
- * fenced by the drain job's lock token. Retries happen inside the drain job, backing off as the
- * embedded outbox does; a long wait (Retry-After) delays the drain job and frees its slot. A
- * given-up delivery is kept as a dead letter for `threadline deliveries`.
+ * deliveries wait in its mailbox (RedisOutboxRecords) with at most one owner, cluster-wide,
+ * which sends them in order. The instance that records a delivery with a slot free (the
+ * outbox's maxInFlight, from THREADLINE_CONCURRENCY) owns a destination nobody owns and sends
+ * at once; otherwise a drain job lets any instance with a free slot claim it, so sends at once
+ * reach the sum of the instances' slots and a slow platform call holds only its own
+ * destination. Each step is fenced by the owner's token. Retries happen in place, backing off
+ * as the embedded outbox does; a long wait (Retry-After) gives the destination up with a
+ * delayed drain job and frees its slot. A given-up delivery is kept as a dead letter for
+ * `threadline deliveries`.
  */
 export class RedisOutbox implements DeliveryQueue {
   private delivered = 0;
@@ -152,8 +154,8 @@ export class RedisOutbox implements DeliveryQueue {
 
   /**
    * Stops taking jobs; sends under way get until `deadline`, then are cut off. A delivery not
-   * finished stays at the head of its mailbox and its drain job goes back to the front of the
-   * queue, its attempts kept, sent next by whichever instance takes it.
+   * finished stays at the head of its mailbox, its attempts kept; the destination is given up
+   * with a drain job, so whichever instance takes it sends it next.
    */
   async stop(deadline: number): Promise<void> {
     clearInterval(this.sweeper);
@@ -219,7 +221,13 @@ export class RedisOutbox implements DeliveryQueue {
    */
   private async drain(key: string, owner: Ownership, first: MailboxMessage, checkFirst: boolean): Promise<void> {
     const { records } = this.options;
-    this.owners.hold(key, owner.token, () => this.logger.warn({ destination: key }, 'a destination drained here lost its lease; another instance drains it, this one stops at its next step'));
+    // Lost (cut off past the lease): the send under way is cut off; the next step finds the fence.
+    const lost = new AbortController();
+    this.owners.hold(key, owner.token, () => {
+      this.logger.warn({ destination: key }, 'a destination drained here lost its lease; another instance drains it, this one stops');
+      lost.abort(new Error('the destination lost its lease: another instance sends to it'));
+    });
+    const signal = AbortSignal.any([this.shutdown.signal, lost.signal]);
     let head: MailboxHead = { fenced: false, message: first };
     try {
       for (let sends = 0; ; sends++) {
@@ -229,7 +237,7 @@ export class RedisOutbox implements DeliveryQueue {
         if (head.message === undefined) return;
         if (sends === SENDS_PER_DRAIN) return await this.release(key, owner);
         const done = sends === 0 && checkFirst && (await records.finished(head.message.id));
-        const outcome: HeadOutcome = done ? 'finished' : await this.deliver(key, owner, head.message);
+        const outcome: HeadOutcome = done ? 'finished' : await this.deliver(key, owner, head.message, signal);
         head = await records.mailboxes.pop(key, owner, head.message.id, outcome === 'unusable');
       }
     } catch (error) {
@@ -250,7 +258,7 @@ export class RedisOutbox implements DeliveryQueue {
   }
 
   /** Every attempt of the head of the mailbox until sent or given up; hands the job back at stop, delays it for a long wait. */
-  private async deliver(key: string, owner: Ownership, message: MailboxMessage): Promise<HeadOutcome> {
+  private async deliver(key: string, owner: Ownership, message: MailboxMessage, signal: AbortSignal): Promise<HeadOutcome> {
     const parsed = parseDeliveryJob(readJson(message.data));
     if (!('job' in parsed)) {
       this.failed++;
@@ -283,7 +291,7 @@ export class RedisOutbox implements DeliveryQueue {
         resumed.context,
       );
       try {
-        const error = await context.with(trace.setSpan(resumed.context, span), () => sendAttempt(this.platforms, delivery, span, this.shutdown.signal));
+        const error = await context.with(trace.setSpan(resumed.context, span), () => sendAttempt(this.platforms, delivery, span, signal));
         if (error === undefined) {
           await this.options.records.finish(message.id, 'done', JSON.stringify(data));
           this.delivered++;

@@ -67,14 +67,15 @@ interface DrainJobData {
 
 /**
  * The distributed gateway's turn queue. The conversation is the unit of order: a message waits
- * in its conversation's mailbox (TurnMailboxes, a Redis list per session key), and one BullMQ
- * queue, `turns`, holds at most one drain job per conversation plus one successor
- * (`deduplication: { id: key, keepLastIfActive: true }`, handed over atomically when the job
- * ends). Any instance with a free slot (THREADLINE_CONCURRENCY) takes any conversation that has
- * work; a drain job runs its mailbox's turns one after the other, each fenced by the job's lock
- * token, so a stalled job's successor never runs a turn beside it. A turn cut short by close()
- * stays at the head of its mailbox and its job goes back to the queue, so it runs next
- * elsewhere; one whose instance died does the same once its lock expires.
+ * in its conversation's mailbox (TurnMailboxes, a Redis list per session key) with at most one
+ * owner, cluster-wide. The instance that takes a message with a slot free
+ * (THREADLINE_CONCURRENCY) owns a mailbox nobody owns and runs it at once; a mailbox with an
+ * owner waits for it; otherwise a drain job in the BullMQ queue `turns` (one per conversation,
+ * `deduplication: { id: key, keepLastIfActive: true }`) lets any instance with a free slot claim
+ * it. The owner runs the mailbox's turns one after the other, each fenced by its token, so a
+ * lapsed owner never runs a turn beside the next one. A turn cut short by close() stays at the
+ * head of its mailbox, given up with a drain job, so it runs next elsewhere; one whose instance
+ * died does the same once its lease lapses and a sweep finds it.
  */
 export class RedisTurnQueue implements TurnQueue {
   /** Told apart from other instances on the abort channel. */
@@ -153,9 +154,14 @@ export class RedisTurnQueue implements TurnQueue {
       const data: InboundJobData = { id: job.id, key: job.key, text: job.text, context: jobContextOf(job.context, job.routing) };
       // A free slot here: the conversation is drained here at once if nobody owns it, without a drain job.
       const claim = this.runner !== undefined && !this.draining && this.slots.tryTake() ? this.owners().ownership(randomUUID()) : undefined;
+      const offering = this.mailboxes().offer(job.key, job.id, JSON.stringify(data), claim === undefined ? {} : { claim });
       let offered;
       try {
-        offered = await this.withinTimeout(this.mailboxes().offer(job.key, job.id, JSON.stringify(data), claim === undefined ? {} : { claim }), 'queue the message');
+        offered = await this.withinTimeout(offering, 'queue the message');
+      } catch (error) {
+        // Given up on, the offer may still land and claim the mailbox for nobody: then it is released with a drain job.
+        if (claim !== undefined) void offering.then((late) => (late.outcome === 'claimed' ? this.giveUp(job.key, claim) : undefined)).catch(() => undefined);
+        throw error;
       } finally {
         if (claim !== undefined && offered?.outcome !== 'claimed') this.slots.give();
       }
@@ -208,8 +214,11 @@ export class RedisTurnQueue implements TurnQueue {
     this.stopSweeping();
     this.drainJobs?.stopFetching();
     for (const turn of this.running.values()) turn.controller.abort(new Error(reason));
-    await Promise.allSettled([...this.processing]);
+    await this.settled();
     await this.drainJobs?.close();
+    // A drain job taken just as the close began may have started one more.
+    for (const turn of this.running.values()) turn.controller.abort(new Error(reason));
+    await this.settled();
     await this.queueOfTurns?.close().catch(() => undefined);
     for (const connection of this.connections) connection.disconnect();
   }
@@ -393,6 +402,10 @@ export class RedisTurnQueue implements TurnQueue {
   private stopSweeping(): void {
     clearInterval(this.sweeper);
     this.sweeper = undefined;
+  }
+
+  private async settled(): Promise<void> {
+    while (this.processing.size > 0) await Promise.allSettled([...this.processing]);
   }
 
   private track<T>(work: Promise<T>): Promise<T> {

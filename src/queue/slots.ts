@@ -23,6 +23,24 @@ export class Slots {
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
+  /** Takes a slot once one is free, waiting at most `ms` (in line with take()): false when none came in time. */
+  takeWithin(ms: number): Promise<boolean> {
+    if (this.tryTake()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const served = (): void => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(served), 1);
+        // Leaving the line may leave a free slot nobody waits for any more.
+        if (this.taken < this.capacity && this.waiters.length === 0) for (const notify of this.freeWatchers.splice(0)) notify();
+        resolve(false);
+      }, ms);
+      this.waiters.push(served);
+    });
+  }
+
   /** Gives a slot back: to the longest waiter, if any. */
   give(): void {
     const next = this.waiters.shift();
