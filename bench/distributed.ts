@@ -19,6 +19,7 @@ import { startConfigurations, stopConfigurations, type Configuration, type Confi
 import { cpuOf, measureRound, type Load, type Round } from './distributed/measure-round.js';
 import { startReplySink } from './distributed/reply-sink-process.js';
 import { measureSlowTurns, type SlowTurnsResult } from './distributed/slow-turns.js';
+import { measureStartBeside, type StartBesideResult } from './distributed/start-beside.js';
 
 const QUICK = process.env['BENCH_QUICK'] === '1';
 const env = (name: string, full: number, quick: number) => Number(process.env[name] ?? (QUICK ? quick : full));
@@ -28,7 +29,7 @@ const TELEMETRY = process.env['BENCH_TELEMETRY'] !== 'off';
 const REDIS_AOF = process.env['BENCH_REDIS_AOF'] !== '0';
 const DIST = process.env['BENCH_THREADLINE_DIST'] ?? 'dist';
 const TARGETS = { cpu_redis_vs_embedded: 1.5, cpu_2_instances_vs_1: 1.15, slow_turns_2_instances_vs_embedded: 0.6 } as const;
-/** `echo`: the CPU rounds only; `slow-turns`: the slow-turn scenario only; both by default. */
+/** `echo`: the CPU rounds only; `slow-turns`: the slow-turn scenario only; `start`: start times only; all by default. */
 const SCENARIO = process.env['BENCH_SCENARIO'] ?? 'all';
 const SLOW = {
   // 4 × 63: the slow turn's slot then adds no wave, so the ideals are 4 s and 2 s, as with 256 and no slow turn.
@@ -43,6 +44,12 @@ const fixed = (value: number, digits: number) => value.toFixed(digits);
 
 const sink = await startReplySink();
 const slowTurnsOptions = { deliveryUrl: `${sink.url}/deliveries`, dist: DIST, telemetry: TELEMETRY, redisAppendonly: REDIS_AOF, cpuProfileDir: process.env['BENCH_CPU_PROF_DIR'], ...SLOW };
+const startOptions = { ...slowTurnsOptions, rounds: env('BENCH_START_ROUNDS', 3, 1), rate: env('BENCH_START_RATE', 100, 50) };
+if (SCENARIO === 'start') {
+  reportStartBeside(await measureStartBeside(startOptions));
+  sink.stop();
+  process.exit(0);
+}
 if (SCENARIO === 'slow-turns') {
   reportSlowTurns(await measureSlowTurns(sink, slowTurnsOptions));
   sink.stop();
@@ -89,6 +96,7 @@ const idle = configurations.map((configuration, i) => {
 
 await stopConfigurations(configurations);
 const slowTurns = SCENARIO === 'all' ? await measureSlowTurns(sink, slowTurnsOptions) : undefined;
+const startBeside = SCENARIO === 'all' ? await measureStartBeside(startOptions) : undefined;
 sink.stop();
 
 // --- report --------------------------------------------------------------------------------
@@ -151,6 +159,18 @@ console.log('');
 // Judged on the printed two-decimal value, so a line never contradicts its RESULT.
 for (const { name, value, target } of targets) console.log(`TARGET ${name}=${value.toFixed(2)} (target ≤ ${target.toFixed(2)}): ${value <= target ? 'met' : 'MISSED'}`);
 if (slowTurns !== undefined) reportSlowTurns(slowTurns);
+if (startBeside !== undefined) reportStartBeside(startBeside);
+
+/** Spawn to ready, alone and beside a busy instance: medians, their ratio, each round's figures. */
+function reportStartBeside(result: StartBesideResult): void {
+  const alone = median(result.aloneMs);
+  const beside = median(result.besideMs);
+  console.log(`
+start to ready: alone ${result.aloneMs.map((ms) => ms.toFixed(0)).join(' / ')} ms; beside an instance taking ${startOptions.rate} msg/s ${result.besideMs.map((ms) => ms.toFixed(0)).join(' / ')} ms`);
+  console.log(`RESULT start_to_ready_ms_alone=${alone.toFixed(0)}`);
+  console.log(`RESULT start_to_ready_ms_beside_busy=${beside.toFixed(0)}`);
+  console.log(`RESULT start_beside_vs_alone=${(beside / alone).toFixed(2)}`);
+}
 
 /** The slow-turn scenario's RESULT lines and its TARGET: two instances within 0.6× the embedded makespan, none held. */
 function reportSlowTurns(results: readonly SlowTurnsResult[]): void {

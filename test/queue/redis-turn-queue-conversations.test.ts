@@ -163,8 +163,9 @@ describe('RedisTurnQueue: the conversation is the unit of order', () => {
   it('an instance with a free slot runs the turn it took at once, with no drain job in BullMQ', async () => {
     const prefix = redis.prefix();
     const seen: Seen[] = [];
-    const a = instance(prefix, 2);
-    const b = instance(prefix, 2);
+    // More slots than conversations: however slowly the turns end, each offer finds one free.
+    const a = instance(prefix, 4);
+    const b = instance(prefix, 4);
     await a.queue.start(recorder(seen, 'a'));
     await b.queue.start(recorder(seen, 'b'));
     for (const chat of ['chat-1', 'chat-2', 'chat-3']) await a.queue.offer(turnJob(chat, `${chat}:m0`));
