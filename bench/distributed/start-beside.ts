@@ -1,7 +1,8 @@
 /**
  * How long an instance takes from its spawn to ready (the `threadline ready` banner, intake
- * open), alone on a fresh prefix, and beside a running instance of the same cluster under
- * load. Rounds interleave the two; medians are reported.
+ * open) when it joins a running instance under load, against one starting a cluster of its own
+ * (a fresh prefix) on the same machine at the same time. Both share the machine with the busy
+ * instance alike, so the difference is what joining costs. Rounds alternate the order; medians.
  */
 import { startServer, stopServer } from '../gateway/servers.js';
 import { gatewaySpec, type ConfigurationOptions } from './configurations.js';
@@ -21,24 +22,27 @@ export interface StartBesideResult {
 export async function measureStartBeside(options: StartBesideOptions): Promise<StartBesideResult> {
   const redis = await startBenchRedis({ appendonly: options.redisAppendonly });
   const result: StartBesideResult = { aloneMs: [], besideMs: [] };
+  const env = (prefix: string, id: string) => ({ THREADLINE_REDIS_URL: redis.url, THREADLINE_REDIS_PREFIX: prefix, THREADLINE_INSTANCE_ID: id });
+  /** Spawn to the ready banner of an instance on `prefix`, then its stop. */
+  const timeStart = async (name: string, prefix: string): Promise<number> => {
+    const startedAt = performance.now();
+    const server = await startServer(gatewaySpec(name, options, env(prefix, name)));
+    const ms = performance.now() - startedAt;
+    await stopServer(server);
+    return ms;
+  };
   try {
     for (let round = 0; round < options.rounds; round++) {
-      const env = (prefix: string, id: string) => ({ THREADLINE_REDIS_URL: redis.url, THREADLINE_REDIS_PREFIX: prefix, THREADLINE_INSTANCE_ID: id });
-      // Alone: the cluster's first instance, on an empty prefix.
-      const startedAt = performance.now();
-      const alone = await startServer(gatewaySpec(`start-alone-${round}`, options, env(`start-alone-${round}`, 'alone')));
-      result.aloneMs.push(performance.now() - startedAt);
-      await stopServer(alone);
-
-      // Beside: a running instance takes a steady load while the second starts.
-      const running = await startServer(gatewaySpec(`start-running-${round}`, options, env(`start-beside-${round}`, 'running')));
+      // A cluster of one instance under a steady load; both starts happen beside it, so both share the machine with it alike.
+      const cluster = `start-cluster-${round}`;
+      const running = await startServer(gatewaySpec(`start-running-${round}`, options, env(cluster, 'running')));
       const load = steadyLoad(running.url, options.rate);
       await new Promise((resolve) => setTimeout(resolve, 1_000));
-      const besideAt = performance.now();
-      const beside = await startServer(gatewaySpec(`start-beside-${round}`, options, env(`start-beside-${round}`, 'beside')));
-      result.besideMs.push(performance.now() - besideAt);
+      const alone = () => timeStart(`start-alone-${round}`, `start-alone-${round}`).then((ms) => result.aloneMs.push(ms));
+      const beside = () => timeStart(`start-beside-${round}`, cluster).then((ms) => result.besideMs.push(ms));
+      // Alone: a cluster of its own (a fresh prefix); beside: joining the busy one. Which goes first alternates.
+      for (const start of round % 2 === 0 ? [alone, beside] : [beside, alone]) await start();
       await load.stop();
-      await stopServer(beside);
       await stopServer(running);
     }
   } finally {
