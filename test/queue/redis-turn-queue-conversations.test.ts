@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { RedisKeys } from '../../src/store/redis/redis-keys.js';
 import { partitionOf } from '../../src/queue/partition.js';
 import type { TurnJob } from '../../src/gateway/turn-queue.js';
-import { useRedis } from '../helpers/redis.js';
+import { startRedisServer, useRedis } from '../helpers/redis.js';
 import { gate, orderBySession, recorder, RunningTurns, sessionOf, turnJob, turnQueueInstance, until, type Seen } from './redis-turn-queue-support.js';
 
 /** The conversation is the unit of order: every conversation at once, each one turn at a time. */
@@ -193,6 +193,23 @@ describe('RedisTurnQueue: the conversation is the unit of order', () => {
     await a.queue.offer(turnJob('chat-2', 'm-2'));
     await within(5_000, 'B ran the turn A had no slot for', () => seen.length === 2);
     expect(seen.map(({ instance, job }) => `${instance}:${job.id}`)).toEqual(['a:m-1', 'b:m-2']);
+  });
+
+  it('an offer given up on while Redis stalled, which lands after all, leaves no owner behind: its turn runs', async () => {
+    // A server of its own: the test pauses its writes.
+    const server = await startRedisServer();
+    cleanups.push(() => server.stop());
+    const seen: Seen[] = [];
+    const a = turnQueueInstance(server.url, redis.prefix(), cleanups, { concurrency: 2, commandTimeoutMs: 100 });
+    await a.queue.start(recorder(seen, 'a'));
+    const pauser = new Redis(server.url);
+    cleanups.push(async () => pauser.disconnect());
+    // Writes wait 400 ms: the offer is refused after 100 ms, and its script runs (and claims the mailbox) after that.
+    await pauser.client('PAUSE', 400, 'WRITE');
+    await expect(a.queue.offer(turnJob('chat-1', 'm-1'))).rejects.toMatchObject({ code: 'TL_REDIS_UNAVAILABLE' });
+    // Without the release, the claim would hold the conversation for nobody until its lease lapsed (30 s).
+    await within(5_000, 'the message whose offer was refused ran once it landed', () => seen.length === 1);
+    expect(seen[0]!.job.id).toBe('m-1');
   });
 
   it("the fence: a drain job whose lock another instance holds now runs no further turn of its conversation", async () => {
