@@ -1,13 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Worker, type Job } from 'bullmq';
+import { Worker, type Job, type Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { runDetached } from '../session/index.js';
 import { redisFailure } from '../store/redis/redis-connection.js';
-import { leaseWorkerOptions, logWorkerErrors, type LeaseTimings } from './lease-worker-options.js';
+import { keptAWeek, leaseWorkerOptions, logWorkerErrors, type LeaseTimings } from './lease-worker-options.js';
 import type { Slots } from './slots.js';
 
+/** Drain jobs failed (a Redis error mid-claim; the sweep gives their mailbox a new one): kept a week, bounded. */
+const REMOVE_ON_FAIL = keptAWeek(1_000);
 /** After a Redis error, how long the fetch loop waits before it fetches again: BullMQ's default. */
 const DEFAULT_RETRY_DELAY_MS = 15_000;
 /** How long a fetched job waits here for a slot that work arriving at once took: then it goes back for another instance. */
@@ -129,9 +131,29 @@ export class DrainJobs {
   }
 }
 
+/** A drain job: only the key of the mailbox it wakes; the messages wait in the mailbox. */
+interface DrainJobData {
+  readonly key: string;
+}
+
+/**
+ * Adds the drain job of mailbox `key` to `queue` (due in `delayMs`): nothing when one waits, its
+ * successor when one runs (BullMQ's deduplication, `keepLastIfActive`).
+ */
+export async function addDrainJob(queue: Queue, key: string, delayMs = 0): Promise<void> {
+  const data: DrainJobData = { key };
+  await queue.add('drain', data, {
+    ...(delayMs > 0 ? { delay: delayMs } : {}),
+    deduplication: { id: key, keepLastIfActive: true },
+    attempts: 1,
+    removeOnComplete: true,
+    removeOnFail: REMOVE_ON_FAIL,
+  });
+}
+
 /** The key a drain job wakes; throws for data that is not a drain job's. */
 export function drainKeyOf(data: unknown): string {
-  const key = (data as { key?: unknown } | null)?.key;
+  const key = (data as Partial<DrainJobData> | null)?.key;
   if (typeof key !== 'string' || key === '') throw new Error('a drain job without its mailbox key');
   return key;
 }

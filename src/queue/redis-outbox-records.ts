@@ -14,7 +14,7 @@ import {
 } from '../store/store.js';
 import { deliveryJobId, deliveryOf, parseDeliveryJob, type DeliveryJobData } from './delivery-job.js';
 import { jobContextOf, type JobContext } from './job-context.js';
-import { keptAWeek } from './lease-worker-options.js';
+import { addDrainJob } from './drain-jobs.js';
 import { Mailboxes, type MailboxMessage, type Ownership } from './mailboxes.js';
 import { OutboxMarkers, type FinishedRecord } from './outbox-markers.js';
 
@@ -24,8 +24,6 @@ export const DONE_RETENTION_MS = 24 * 60 * 60 * 1000;
 const PAGE = 500;
 /** Destinations whose head is read for the oldest open delivery: those whose head moved longest ago. */
 const OLDEST_HEADS = 100;
-/** Drain jobs failed (a Redis error mid-drain; the sweeper gives their destination a new one): kept a week, bounded. */
-const REMOVE_ON_FAIL = keptAWeek(1_000);
 
 export interface RedisOutboxRecordsOptions {
   /** For the outbox's own commands (mailboxes, markers and counters). */
@@ -42,11 +40,6 @@ export interface RedisOutboxRecordsOptions {
    * completion notice (`proc:<id>:done`) is then left out of overdue(), as ProcessTable.unreported reports it.
    */
   readonly processUnreported?: (processId: string) => Promise<boolean>;
-}
-
-/** A drain job: only the destination it drains; the deliveries wait in its mailbox. */
-export interface DestinationDrainData {
-  readonly key: string;
 }
 
 /**
@@ -85,15 +78,8 @@ export class RedisOutboxRecords implements OutboxRecords {
   }
 
   /** Adds `key`'s drain job (due in `delayMs`): nothing when one waits, its successor when one runs (BullMQ's deduplication). */
-  async wake(key: string, delayMs = 0): Promise<void> {
-    const data: DestinationDrainData = { key };
-    await this.options.queue.add('drain', data, {
-      ...(delayMs > 0 ? { delay: delayMs } : {}),
-      deduplication: { id: key, keepLastIfActive: true },
-      attempts: 1,
-      removeOnComplete: true,
-      removeOnFail: REMOVE_ON_FAIL,
-    });
+  wake(key: string, delayMs = 0): Promise<void> {
+    return addDrainJob(this.options.queue, key, delayMs);
   }
 
   /**

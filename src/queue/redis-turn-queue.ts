@@ -11,8 +11,8 @@ import type { RedisKeys } from '../store/redis/redis-keys.js';
 import { threadlineTracer } from '../telemetry/tracer.js';
 import { parseInboundJobData, type InboundJobData } from './inbound-job-data.js';
 import { consumerContext, jobContextOf } from './job-context.js';
-import { DrainJobs } from './drain-jobs.js';
-import { keptAWeek, type LeaseTimings } from './lease-worker-options.js';
+import { addDrainJob, DrainJobs } from './drain-jobs.js';
+import type { LeaseTimings } from './lease-worker-options.js';
 import { decodeTurnAbort, encodeTurnAbort } from './turn-abort-message.js';
 import { MailboxOwners } from './mailbox-owners.js';
 import type { MailboxHead, MailboxMessage, Ownership } from './mailboxes.js';
@@ -51,18 +51,11 @@ const DEFAULT_SWEEP_EVERY_MS = 5_000;
 const DEFAULT_LEASE_MS = 30_000;
 /** Turns a drain job runs before it yields its slot to other conversations (its successor waits at the back). */
 const TURNS_PER_DRAIN = 16;
-/** Drain jobs failed (a Redis error mid-drain; the sweeper gives their conversation a new one): kept a week, bounded. */
-const REMOVE_ON_FAIL = keptAWeek(1_000);
 
 /** A waiting message read back and checked: its data and the context its turn starts in. */
 interface UsableMessage {
   readonly data: InboundJobData;
   readonly consumer: ReturnType<typeof consumerContext>;
-}
-
-/** The drain job of a conversation: only its session key; the messages wait in its mailbox. */
-interface DrainJobData {
-  readonly key: string;
 }
 
 /**
@@ -228,14 +221,8 @@ export class RedisTurnQueue implements TurnQueue {
   }
 
   /** Adds the conversation's drain job: nothing when one waits, its successor when one runs (BullMQ's deduplication). */
-  private async wake(key: string): Promise<void> {
-    const data: DrainJobData = { key };
-    await this.queue().add('drain', data, {
-      deduplication: { id: key, keepLastIfActive: true },
-      attempts: 1,
-      removeOnComplete: true,
-      removeOnFail: REMOVE_ON_FAIL,
-    });
+  private wake(key: string): Promise<void> {
+    return addDrainJob(this.queue(), key);
   }
 
   /** A drain job's conversation, in the slot taken for it: drained here unless another instance owns it (that one runs what waits). */
