@@ -10,6 +10,9 @@ interface Owned {
   lost: boolean;
 }
 
+/** How long a mailbox stays owned by an instance that stopped renewing it: BullMQ's lock duration, the same lease. */
+const DEFAULT_LEASE_MS = 30_000;
+
 /**
  * The mailboxes this instance owns, their leases renewed together (one script every half
  * lease), as BullMQ renews its jobs' locks. An ownership is lost when Redis says another holds
@@ -21,11 +24,15 @@ export class MailboxOwners {
   private timer: NodeJS.Timeout | undefined;
   private renewing = false;
 
+  readonly leaseMs: number;
+
   constructor(
     private readonly mailboxes: Mailboxes,
-    readonly leaseMs: number,
+    leaseMs: number | undefined,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.leaseMs = leaseMs ?? DEFAULT_LEASE_MS;
+  }
 
   /** A fresh ownership to claim with. */
   ownership(token: string): Ownership {

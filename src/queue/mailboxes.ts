@@ -35,13 +35,6 @@ end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return {1, id, redis.call('HGET', KEYS[3], id) or ''}`;
 
-/** The head of the mailbox and its data, only while ARGV[1] owns it ({0} otherwise: another drains it now). */
-const PEEK_LUA = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0} end
-local id = redis.call('LINDEX', KEYS[2], 0)
-if not id then return {1} end
-return {1, id, redis.call('HGET', KEYS[3], id) or ''}`;
-
 /**
  * After a turn: removes it from the head of its mailbox, only while ARGV[1] owns it ({-1})
  * and it is still the head ({-2}); remembers it done (a day, 10,000 at most), keeps an
@@ -152,14 +145,13 @@ export interface Ownership {
  * data in one hash (`<ns>:messages`), the keys with work (`<ns>:waiting`, scored by when their
  * head last moved), the ids done lately (`<ns>:done`) and the unusable ones kept aside
  * (`<ns>:unusable`). Every step is one script. A mailbox with work has at most one owner at a
- * time (`<ns>:owner:<key>`, a token with a lease): the fence of peek, rewrite and pop, so its
+ * time (`<ns>:owner:<key>`, a token with a lease): the fence of rewrite and pop, so its
  * key is the unit of order. The offerer with a free slot becomes the owner at once; otherwise
  * a drain job (any instance's) claims it.
  */
 export class Mailboxes {
   private readonly offerScript: LuaScript;
   private readonly claimScript: LuaScript;
-  private readonly peekScript: LuaScript;
   private readonly popScript: LuaScript;
   private readonly releaseScript: LuaScript;
   private readonly renewScript: LuaScript;
@@ -174,7 +166,6 @@ export class Mailboxes {
   ) {
     this.offerScript = luaScript(redis, 'threadlineMailboxOffer', OFFER_LUA);
     this.claimScript = luaScript(redis, 'threadlineMailboxClaim', CLAIM_LUA);
-    this.peekScript = luaScript(redis, 'threadlineMailboxPeek', PEEK_LUA);
     this.popScript = luaScript(redis, 'threadlineMailboxPop', POP_LUA);
     this.releaseScript = luaScript(redis, 'threadlineMailboxRelease', RELEASE_LUA);
     this.renewScript = luaScript(redis, 'threadlineMailboxRenew', RENEW_LUA);
@@ -201,11 +192,6 @@ export class Mailboxes {
   /** Makes `owner` the owner of `key`'s mailbox and answers its head; fenced when another owns it, no message when it is empty (nothing owned). */
   async claim(key: string, owner: Ownership): Promise<MailboxHead> {
     return headOf((await this.claimScript([this.owner(key), this.mailbox(key), this.messages], [owner.token, owner.leaseMs])) as [number, string?, string?]);
-  }
-
-  /** The head of `key`'s mailbox, while `token` owns it. */
-  async peek(key: string, token: string): Promise<MailboxHead> {
-    return headOf((await this.peekScript([this.owner(key), this.mailbox(key), this.messages], [token])) as [number, string?, string?]);
   }
 
   /** Replaces the data of `id`, the head of `key`'s mailbox, while `token` owns it: false when fenced. */

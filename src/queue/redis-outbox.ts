@@ -35,8 +35,6 @@ const WAIT_IN_SLOT_MS = 1_000;
 const SENDS_PER_DRAIN = 16;
 /** How often this instance looks for destinations with work and no drain job; the stalled interval when set. */
 const DEFAULT_SWEEP_EVERY_MS = 5_000;
-/** How long a destination stays owned by an instance that stopped renewing it (BullMQ's lock duration, the same lease). */
-const DEFAULT_LEASE_MS = 30_000;
 const UNUSABLE_ORIGIN: ReadonlySet<string> = new Set(['TL_SNAPSHOT_INVALID', 'TL_SESSION_INVALID']);
 const tracer = threadlineTracer();
 
@@ -98,7 +96,7 @@ export class RedisOutbox implements DeliveryQueue {
     this.platforms = options.parts.platforms;
     this.logger = options.parts.logger;
     this.slots = new Slots(Math.max(1, options.parts.options.maxInFlight));
-    this.owners = new MailboxOwners(options.records.mailboxes, options.lockDurationMs ?? DEFAULT_LEASE_MS, this.logger);
+    this.owners = new MailboxOwners(options.records.mailboxes, options.lockDurationMs, this.logger);
     // Every job in flight listens on these signals: many listeners are expected.
     setMaxListeners(0, this.stopping.signal);
     setMaxListeners(0, this.shutdown.signal);

@@ -47,8 +47,6 @@ interface RunningTurn {
 const tracer = threadlineTracer();
 const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
 const DEFAULT_SWEEP_EVERY_MS = 5_000;
-/** How long a conversation stays owned by an instance that stopped renewing it (BullMQ's lock duration, the same lease). */
-const DEFAULT_LEASE_MS = 30_000;
 /** Turns a drain job runs before it yields its slot to other conversations (its successor waits at the back). */
 const TURNS_PER_DRAIN = 16;
 
@@ -438,7 +436,7 @@ export class RedisTurnQueue implements TurnQueue {
   }
 
   private owners(): MailboxOwners {
-    this.ownersOnCommands ??= new MailboxOwners(this.mailboxes(), this.options.lockDurationMs ?? DEFAULT_LEASE_MS, this.options.logger);
+    this.ownersOnCommands ??= new MailboxOwners(this.mailboxes(), this.options.lockDurationMs, this.options.logger);
     return this.ownersOnCommands;
   }
 

@@ -17,13 +17,7 @@ export class Slots {
     return true;
   }
 
-  /** Resolves once a slot is taken, in the order asked. */
-  take(): Promise<void> {
-    if (this.tryTake()) return Promise.resolve();
-    return new Promise((resolve) => this.waiters.push(resolve));
-  }
-
-  /** Takes a slot once one is free, waiting at most `ms` (in line with take()): false when none came in time. */
+  /** Takes a slot once one is free, waiting at most `ms` in line with the other waiters: false when none came in time. */
   takeWithin(ms: number): Promise<boolean> {
     if (this.tryTake()) return Promise.resolve(true);
     return new Promise((resolve) => {

@@ -13,8 +13,8 @@ describe('Slots', () => {
     const slots = new Slots(1);
     expect(slots.tryTake()).toBe(true);
     const served: string[] = [];
-    const first = slots.take().then(() => served.push('first'));
-    const second = slots.take().then(() => served.push('second'));
+    const first = slots.takeWithin(60_000).then((taken) => taken && served.push('first'));
+    const second = slots.takeWithin(60_000).then((taken) => taken && served.push('second'));
     slots.give();
     // A slot given while someone waits goes to the waiter: a claim at once does not overtake it.
     expect(slots.tryTake()).toBe(false);
