@@ -89,7 +89,7 @@ export class RedisOutbox implements DeliveryQueue {
   private readonly logger: Logger;
   private readonly slots: Slots;
   private readonly owners: MailboxOwners;
-  /** Drains claimed by a send() here, without a drain job: stop() waits for them as for the worker's. */
+  /** Drains under way here, claimed by a send() or by a drain job: stop() waits for them. */
   private readonly draining = new Set<Promise<void>>();
 
   constructor(private readonly options: RedisOutboxOptions) {
