@@ -11,6 +11,7 @@ import { createInterface } from 'node:readline';
 import { root, startServer, stopServer, type RunningServer } from '../gateway/servers.js';
 import { gatewaySpec, type ConfigurationOptions } from './configurations.js';
 import { startBenchRedis, type BenchRedis } from './redis-server.js';
+import { cpuTime } from '../gateway/cpu-time.js';
 import type { ReplySink } from './reply-sink-process.js';
 
 export interface SlowTurnsOptions extends ConfigurationOptions {
@@ -25,6 +26,10 @@ export interface SlowTurnsResult {
   readonly makespanMs: number;
   readonly idealMs: number;
   readonly heldBehindSlow: number;
+  /** CPU of the set-up's gateways from the first post to the last quick reply, over the quick turns, ms. */
+  readonly gatewayCpuMsATurn: number;
+  /** The same for its redis-server; 0 embedded. */
+  readonly redisCpuMsATurn: number;
 }
 
 /** Runs the scenario on each set-up in turn, with one fake model for both. */
@@ -48,13 +53,13 @@ export async function measureSlowTurns(sink: ReplySink, options: SlowTurnsOption
     };
     const results: SlowTurnsResult[] = [];
     const embedded = [await startServer(gatewaySpec('slow-embedded', options, env))];
-    results.push(await run('embedded', embedded, sink, options));
+    results.push(await run('embedded', embedded, undefined, sink, options));
     for (const gateway of embedded) await stopServer(gateway);
 
     const redis: BenchRedis = await startBenchRedis({ appendonly: options.redisAppendonly });
     const shared = { ...env, THREADLINE_REDIS_URL: redis.url, THREADLINE_REDIS_PREFIX: 'bench-slow' };
     const two = await Promise.all([1, 2].map((i) => startServer(gatewaySpec(`slow-redis-${i}`, options, { ...shared, THREADLINE_INSTANCE_ID: `slow-${i}` }))));
-    results.push(await run('redis_2', two, sink, options));
+    results.push(await run('redis_2', two, redis, sink, options));
     for (const gateway of two) await stopServer(gateway);
     await redis.stop();
     return results;
@@ -63,8 +68,16 @@ export async function measureSlowTurns(sink: ReplySink, options: SlowTurnsOption
   }
 }
 
-async function run(name: SlowTurnsResult['name'], gateways: readonly RunningServer[], sink: ReplySink, options: SlowTurnsOptions): Promise<SlowTurnsResult> {
+async function run(
+  name: SlowTurnsResult['name'],
+  gateways: readonly RunningServer[],
+  redis: BenchRedis | undefined,
+  sink: ReplySink,
+  options: SlowTurnsOptions,
+): Promise<SlowTurnsResult> {
   await sink.reset();
+  const cpu = () => ({ gatewaysUs: gateways.reduce((sum, { pid }) => sum + cpuTime(pid).totalUs, 0), redisUs: redis === undefined ? 0 : cpuTime(redis.pid).totalUs });
+  const cpuBefore = cpu();
   const startedUs = Number(process.hrtime.bigint() / 1000n);
   const post = (index: number, chat: string, text: string) =>
     fetch(`${gateways[index % gateways.length]!.url}/v1/messages`, {
@@ -78,6 +91,9 @@ async function run(name: SlowTurnsResult['name'], gateways: readonly RunningServ
   await post(0, 'slow', 'slow s0');
   await Promise.all(Array.from({ length: options.conversations }, (_, i) => post(i + 1, `q${i}`, `q${i} m0`)));
   const postedMs = (Number(process.hrtime.bigint() / 1000n) - startedUs) / 1000;
+  await sink.awaitDeliveries(options.conversations, options.slowMs + 120_000);
+  // Read when the quick replies are in: the slow turn only waits from here on.
+  const cpuAfter = cpu();
   await sink.awaitDeliveries(options.conversations + 1, options.slowMs + 120_000);
   const arrivals = await sink.arrivals();
   const quick = Array.from({ length: options.conversations }, (_, i) => (arrivals.get(`you said: q${i} m0`) ?? Infinity) - startedUs);
@@ -92,5 +108,7 @@ async function run(name: SlowTurnsResult['name'], gateways: readonly RunningServ
     // The slow turn holds one slot throughout; the quick ones share the rest.
     idealMs: Math.ceil(options.conversations / (slots - 1)) * options.turnMs,
     heldBehindSlow: quick.filter((us) => us / 1000 >= options.slowMs).length,
+    gatewayCpuMsATurn: (cpuAfter.gatewaysUs - cpuBefore.gatewaysUs) / 1000 / options.conversations,
+    redisCpuMsATurn: (cpuAfter.redisUs - cpuBefore.redisUs) / 1000 / options.conversations,
   };
 }
