@@ -38,8 +38,8 @@ type Mode = 'undecided' | 'draft' | 'live' | 'off';
  * clean context and are cleared by close(), which the turn runner calls in a finally.
  */
 export class TurnPresence {
-  /** Aborted by close() and by the turn's own signal: in-flight calls are let go. */
-  private readonly controller = new AbortController();
+  /** Aborted by close() and by the turn's own signal: in-flight calls are let go. Made at the first call: most turns make none. */
+  private controller: AbortController | undefined;
   private readonly onAbort = () => this.close();
   private typingTimer: NodeJS.Timeout | undefined;
   private updateTimer: NodeJS.Timeout | undefined;
@@ -114,7 +114,14 @@ export class TurnPresence {
     if (this.updateTimer !== undefined) clearTimeout(this.updateTimer);
     this.updateTimer = undefined;
     this.signal.removeEventListener('abort', this.onAbort);
-    this.controller.abort();
+    this.controller?.abort();
+  }
+
+  /** The signal of a platform call: aborted once the presence closes. */
+  private callSignal(): AbortSignal {
+    this.controller ??= new AbortController();
+    if (this.closed) this.controller.abort();
+    return this.controller.signal;
   }
 
   private stopTyping(): void {
@@ -124,7 +131,7 @@ export class TurnPresence {
 
   private typeOnce(): void {
     if (this.closed) return;
-    attempt(() => this.platform!.typing!(this.target, this.controller.signal)).catch((error: unknown) => {
+    attempt(() => this.platform!.typing!(this.target, this.callSignal())).catch((error: unknown) => {
       this.logger.debug({ err: messageOf(error), platform: this.platform!.name }, 'typing indicator not sent');
     });
   }
@@ -165,7 +172,7 @@ export class TurnPresence {
   private show(mode: 'draft' | 'live'): void {
     const platform = this.platform!;
     const text = this.latest;
-    const signal = this.controller.signal;
+    const signal = this.callSignal();
     this.lastCallAt = Date.now();
     let call: Promise<void>;
     if (mode === 'draft') {

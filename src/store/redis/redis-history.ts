@@ -3,7 +3,7 @@ import { formatDestination } from '../../session/delivery.js';
 import { HISTORY_RETENTION_MS } from '../sqlite-prune.js';
 import type { HistoryEntry, HistoryLog } from '../store.js';
 import type { RedisKeys } from './redis-keys.js';
-import { atLeastZero, guarded, luaScript } from './redis-scripts.js';
+import { atLeastZero, luaScript } from './redis-scripts.js';
 
 /**
  * Appends entries numbered from one counter shared by every list, so a session's entries and
@@ -27,6 +27,12 @@ end
 return 1
 `;
 
+/** The newest ARGV[1] entries of a session's list and of its chat's mirror list, read at one moment. */
+const RECENT = `
+local count = tonumber(ARGV[1])
+return { redis.call('LRANGE', KEYS[1], -count, -1), redis.call('LRANGE', KEYS[2], -count, -1) }
+`;
+
 interface Numbered {
   readonly seq: number;
   readonly entry: HistoryEntry;
@@ -42,6 +48,8 @@ export function redisHistoryLog(redis: Redis, keys: RedisKeys, retentionMs = HIS
   const sessionList = (sessionId: string) => keys.key('history', 'session', sessionId);
   const mirrorList = (destination: string) => keys.key('history', 'mirror', destination);
   const append = luaScript(redis, 'threadlineAppendHistory', APPEND);
+  // A script, not MULTI: ioredis builds each MULTI by copying every command defined on the connection.
+  const readRecent = luaScript(redis, 'threadlineRecentHistory', RECENT);
   return {
     append: async (sessionId, _destination, entries, keep) => {
       await append([seq, sessionList(sessionId)], [atLeastZero(keep), retentionMs, ...entries.map(encodeEntry)]);
@@ -53,16 +61,7 @@ export function redisHistoryLog(redis: Redis, keys: RedisKeys, retentionMs = HIS
       const count = atLeastZero(limit);
       // LRANGE -0 -1 would be the whole list.
       if (count === 0) return [];
-      const [own, mirrored] = (await guarded(
-        redis
-          .multi()
-          .lrange(sessionList(sessionId), -count, -1)
-          .lrange(mirrorList(formatDestination(destination)), -count, -1)
-          .exec(),
-      ))!.map(([error, value]) => {
-        if (error !== null) throw error;
-        return value as string[];
-      }) as [string[], string[]];
+      const [own, mirrored] = (await readRecent([sessionList(sessionId), mirrorList(formatDestination(destination))], [count])) as [string[], string[]];
       const numbered = [...own, ...mirrored].map(decodeEntry).filter((item) => item !== undefined);
       numbered.sort((a, b) => a.seq - b.seq);
       return numbered.slice(-count).map((item) => item.entry);
