@@ -30,6 +30,8 @@ export interface SlowTurnsResult {
   readonly gatewayCpuMsATurn: number;
   /** The same for its redis-server; 0 embedded. */
   readonly redisCpuMsATurn: number;
+  /** The same for the fake model, which both set-ups share. */
+  readonly modelCpuMsATurn: number;
 }
 
 /** Runs the scenario on each set-up in turn, with one fake model for both. */
@@ -53,13 +55,13 @@ export async function measureSlowTurns(sink: ReplySink, options: SlowTurnsOption
     };
     const results: SlowTurnsResult[] = [];
     const embedded = [await startServer(gatewaySpec('slow-embedded', options, env))];
-    results.push(await run('embedded', embedded, undefined, sink, options));
+    results.push(await run('embedded', embedded, undefined, model.pid!, sink, options));
     for (const gateway of embedded) await stopServer(gateway);
 
     const redis: BenchRedis = await startBenchRedis({ appendonly: options.redisAppendonly });
     const shared = { ...env, THREADLINE_REDIS_URL: redis.url, THREADLINE_REDIS_PREFIX: 'bench-slow' };
     const two = await Promise.all([1, 2].map((i) => startServer(gatewaySpec(`slow-redis-${i}`, options, { ...shared, THREADLINE_INSTANCE_ID: `slow-${i}` }))));
-    results.push(await run('redis_2', two, redis, sink, options));
+    results.push(await run('redis_2', two, redis, model.pid!, sink, options));
     for (const gateway of two) await stopServer(gateway);
     await redis.stop();
     return results;
@@ -72,11 +74,14 @@ async function run(
   name: SlowTurnsResult['name'],
   gateways: readonly RunningServer[],
   redis: BenchRedis | undefined,
+  modelPid: number,
   sink: ReplySink,
   options: SlowTurnsOptions,
 ): Promise<SlowTurnsResult> {
   await sink.reset();
-  const cpu = () => ({ gatewaysUs: gateways.reduce((sum, { pid }) => sum + cpuTime(pid).totalUs, 0), redisUs: redis === undefined ? 0 : cpuTime(redis.pid).totalUs });
+  const cpu = () => ({ gatewaysUs: gateways.reduce((sum, { pid }) => sum + cpuTime(pid).totalUs, 0), redisUs: redis === undefined ? 0 : cpuTime(redis.pid).totalUs,
+    modelUs: cpuTime(modelPid).totalUs,
+  });
   const cpuBefore = cpu();
   const startedUs = Number(process.hrtime.bigint() / 1000n);
   const post = (index: number, chat: string, text: string) =>
@@ -110,5 +115,6 @@ async function run(
     heldBehindSlow: quick.filter((us) => us / 1000 >= options.slowMs).length,
     gatewayCpuMsATurn: (cpuAfter.gatewaysUs - cpuBefore.gatewaysUs) / 1000 / options.conversations,
     redisCpuMsATurn: (cpuAfter.redisUs - cpuBefore.redisUs) / 1000 / options.conversations,
+    modelCpuMsATurn: (cpuAfter.modelUs - cpuBefore.modelUs) / 1000 / options.conversations,
   };
 }
