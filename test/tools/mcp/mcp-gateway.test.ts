@@ -1,12 +1,18 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SpanKind } from '@opentelemetry/api';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FakeOpenAI, startTestMcpServer, testMcpStdioCommand, type ReceivedRouting, type TestGateway, type TestMcpServer } from '../../../src/testing/index.js';
 import { names } from '../../../src/session/index.js';
 import { useTestGateways } from '../../helpers/gateway.js';
 import { useGlobalPropagator } from '../../helpers/propagation.js';
+
+/** The temp dirs of the config files written, removed once the file's tests are done. */
+const configDirs: string[] = [];
+afterAll(() => {
+  for (const dir of configDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
 
 const start = useTestGateways();
 const closing: { close(): Promise<void> }[] = [];
@@ -39,7 +45,9 @@ async function ask(g: TestGateway): Promise<{ text: string; traceId: string }> {
 }
 
 function configFile(servers: object): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'threadline-mcp-')), 'mcp.json');
+  const dir = mkdtempSync(join(tmpdir(), 'threadline-mcp-'));
+  configDirs.push(dir);
+  const path = join(dir, 'mcp.json');
   writeFileSync(path, JSON.stringify({ mcpServers: servers }));
   return path;
 }

@@ -1,15 +1,23 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/errors.js';
 import { readToolsConfig } from '../../../src/tools/tools-config.js';
 import { parseMcpServers } from '../../../src/tools/mcp/mcp-servers-config.js';
 
+/** The temp dirs of the config files written, removed once the file's tests are done. */
+const configDirs: string[] = [];
+afterAll(() => {
+  for (const dir of configDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
 const VARIABLE = 'THREADLINE_MCP_SERVERS';
 
 function file(text: string): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'threadline-mcp-config-')), 'mcp.json');
+  const dir = mkdtempSync(join(tmpdir(), 'threadline-mcp-config-'));
+  configDirs.push(dir);
+  const path = join(dir, 'mcp.json');
   writeFileSync(path, text);
   return path;
 }
