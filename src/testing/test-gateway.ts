@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { Agent } from '../agent/agent.js';
 import type { DeliveryRecord } from '../session/delivery.js';
-import { readGatewayConfig } from '../gateway/gateway-config.js';
+import { readGatewayConfig, type GatewayConfig } from '../gateway/gateway-config.js';
 import { startGateway, type GatewayParts, type RunningGateway } from '../start/start-gateway.js';
 import type { WebhookMessageBody } from '../platforms/webhook/webhook-schema.js';
 import { names, withSession, type SessionInput } from '../session/index.js';
@@ -179,43 +179,54 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const discord = options.discord ? await FakeDiscord.start({ token: TEST_SECRETS.discordBotToken }) : undefined;
   const dataDir = mkdtempSync(join(tmpdir(), 'threadline-test-'));
   const webhookToken = options.webhookToken === true ? TEST_SECRETS.webhookToken : options.webhookToken;
-  const config = readGatewayConfig({
-    ...(telegram === undefined
-      ? {}
-      : {
-          THREADLINE_TELEGRAM_BOT_TOKEN: TEST_SECRETS.telegramToken,
-          THREADLINE_TELEGRAM_API_ROOT: telegram.apiRoot,
-          THREADLINE_TELEGRAM_MODE: options.telegram === 'polling' ? 'polling' : 'webhook',
-          THREADLINE_TELEGRAM_WEBHOOK_SECRET: TEST_SECRETS.telegramWebhookSecret,
-        }),
-    ...(slack === undefined
-      ? {}
-      : {
-          THREADLINE_SLACK_BOT_TOKEN: TEST_SECRETS.slackBotToken,
-          THREADLINE_SLACK_SIGNING_SECRET: TEST_SECRETS.slackSigningSecret,
-          THREADLINE_SLACK_API_URL: slack.apiUrl,
-        }),
-    ...(mattermost === undefined ? {} : { THREADLINE_MATTERMOST_URL: mattermost.url, THREADLINE_MATTERMOST_TOKEN: TEST_SECRETS.mattermostToken }),
-    ...(matrix === undefined ? {} : { THREADLINE_MATRIX_HOMESERVER_URL: matrix.homeserverUrl, THREADLINE_MATRIX_ACCESS_TOKEN: TEST_SECRETS.matrixAccessToken }),
-    ...(discord === undefined
-      ? {}
-      : {
-          THREADLINE_DISCORD_BOT_TOKEN: TEST_SECRETS.discordBotToken,
-          THREADLINE_DISCORD_API_ROOT: discord.apiRoot,
-          THREADLINE_DISCORD_PUBLIC_KEY: discord.publicKey,
-          // The fake takes what it is sent at once: tests of many messages are not paced at Discord's 50 a second.
-          THREADLINE_DISCORD_REQUESTS_PER_SECOND: '10000',
-        }),
-    PORT: '0',
-    HOST: '127.0.0.1',
-    THREADLINE_DATA_DIR: dataDir,
-    THREADLINE_WEBHOOK_DELIVERY_URL: receiver.url,
-    THREADLINE_DELIVERY_BACKOFF_MS: '20',
-    THREADLINE_DELIVERY_BACKOFF_MAX_MS: '200',
-    ...(options.llmBaseUrl === undefined ? {} : { THREADLINE_LLM_BASE_URL: options.llmBaseUrl }),
-    ...(webhookToken === undefined ? {} : { THREADLINE_WEBHOOK_TOKEN: webhookToken }),
-    ...options.env,
-  });
+  // A gateway that never starts (a refused configuration, a failed start) leaves no temp dir or fake server behind.
+  const failedStart = async (error: unknown): Promise<never> => {
+    await Promise.all([receiver.close(), telegram?.close(), slack?.close(), mattermost?.close(), matrix?.close(), discord?.close()]);
+    rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  };
+  let config: GatewayConfig;
+  try {
+    config = readGatewayConfig({
+      ...(telegram === undefined
+        ? {}
+        : {
+            THREADLINE_TELEGRAM_BOT_TOKEN: TEST_SECRETS.telegramToken,
+            THREADLINE_TELEGRAM_API_ROOT: telegram.apiRoot,
+            THREADLINE_TELEGRAM_MODE: options.telegram === 'polling' ? 'polling' : 'webhook',
+            THREADLINE_TELEGRAM_WEBHOOK_SECRET: TEST_SECRETS.telegramWebhookSecret,
+          }),
+      ...(slack === undefined
+        ? {}
+        : {
+            THREADLINE_SLACK_BOT_TOKEN: TEST_SECRETS.slackBotToken,
+            THREADLINE_SLACK_SIGNING_SECRET: TEST_SECRETS.slackSigningSecret,
+            THREADLINE_SLACK_API_URL: slack.apiUrl,
+          }),
+      ...(mattermost === undefined ? {} : { THREADLINE_MATTERMOST_URL: mattermost.url, THREADLINE_MATTERMOST_TOKEN: TEST_SECRETS.mattermostToken }),
+      ...(matrix === undefined ? {} : { THREADLINE_MATRIX_HOMESERVER_URL: matrix.homeserverUrl, THREADLINE_MATRIX_ACCESS_TOKEN: TEST_SECRETS.matrixAccessToken }),
+      ...(discord === undefined
+        ? {}
+        : {
+            THREADLINE_DISCORD_BOT_TOKEN: TEST_SECRETS.discordBotToken,
+            THREADLINE_DISCORD_API_ROOT: discord.apiRoot,
+            THREADLINE_DISCORD_PUBLIC_KEY: discord.publicKey,
+            // The fake takes what it is sent at once: tests of many messages are not paced at Discord's 50 a second.
+            THREADLINE_DISCORD_REQUESTS_PER_SECOND: '10000',
+          }),
+      PORT: '0',
+      HOST: '127.0.0.1',
+      THREADLINE_DATA_DIR: dataDir,
+      THREADLINE_WEBHOOK_DELIVERY_URL: receiver.url,
+      THREADLINE_DELIVERY_BACKOFF_MS: '20',
+      THREADLINE_DELIVERY_BACKOFF_MAX_MS: '200',
+      ...(options.llmBaseUrl === undefined ? {} : { THREADLINE_LLM_BASE_URL: options.llmBaseUrl }),
+      ...(webhookToken === undefined ? {} : { THREADLINE_WEBHOOK_TOKEN: webhookToken }),
+      ...options.env,
+    });
+  } catch (error) {
+    return failedStart(error);
+  }
   const clock = options.clock === 'manual' ? new ManualClock() : undefined;
   const logger = createLogger({ level: process.env['THREADLINE_LOG_LEVEL'] ?? 'silent' });
   const startOnly = () =>
@@ -234,7 +245,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     });
     return started;
   };
-  let running = await start();
+  let running = await start().catch(failedStart);
 
   async function post(path: string, body: string, headers: Readonly<Record<string, string>>): Promise<SendResult> {
     const response = await fetch(`${running.url}${path}`, {
