@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SpanKind, context, trace, type Span } from '@opentelemetry/api';
@@ -12,17 +11,14 @@ import { afterFailure, cutOffByStop, deliveryAttributes, sendAttempt } from '../
 import { ThreadlineError } from '../errors.js';
 import type { DeliveryQueueParts } from '../gateway/gateway-options.js';
 import type { Platform } from '../platforms/platform.js';
-import { runDetached } from '../session/index.js';
 import type { NewDelivery, OutboxPressure, OutboxRecords } from '../store/store.js';
 import { threadlineTracer } from '../telemetry/tracer.js';
 import { deliveryJobId, deliveryOf, parseDeliveryJob, type DeliveryJobData } from './delivery-job.js';
 import { consumerContext } from './job-context.js';
 import { migrateLegacyDeliveryPartitions } from './legacy-delivery-partitions.js';
-import { DrainJobs } from './drain-jobs.js';
 import type { LeaseTimings } from './lease-worker-options.js';
-import { MailboxOwners } from './mailbox-owners.js';
+import { MailboxDrains } from './mailbox-drains.js';
 import type { MailboxHead, MailboxMessage, Ownership } from './mailboxes.js';
-import { Slots } from './slots.js';
 import type { RedisOutboxRecords } from './redis-outbox-records.js';
 import { deliveryAcceptedAt } from '../telemetry/delivery-accepted-at.js';
 import { DeliveryMinutes } from '../deliveries/delivery-minutes.js';
@@ -33,8 +29,6 @@ const HAND_BACK_PAUSE_MS = 1_000;
 const WAIT_IN_SLOT_MS = 1_000;
 /** Deliveries a drain job sends before it yields its slot to other destinations (its successor waits at the back). */
 const SENDS_PER_DRAIN = 16;
-/** How often this instance looks for destinations with work and no drain job; the stalled interval when set. */
-const DEFAULT_SWEEP_EVERY_MS = 5_000;
 const UNUSABLE_ORIGIN: ReadonlySet<string> = new Set(['TL_SNAPSHOT_INVALID', 'TL_SESSION_INVALID']);
 const tracer = threadlineTracer();
 
@@ -77,26 +71,32 @@ export class RedisOutbox implements DeliveryQueue {
   readonly minutes = new DeliveryMinutes();
   private retried = 0;
   private failed = 0;
-  private drainJobs: DrainJobs | undefined;
   private readonly connections: Redis[] = [];
-  private sweeper: NodeJS.Timeout | undefined;
-  private sweeping = false;
   /** Aborted when stop() begins: waits between attempts end and hand their job back. */
   private readonly stopping = new AbortController();
   /** Aborted at stop()'s deadline: sends under way are cut off and handed back. */
   private readonly shutdown = new AbortController();
   private readonly platforms: ReadonlyMap<string, Platform>;
   private readonly logger: Logger;
-  private readonly slots: Slots;
-  private readonly owners: MailboxOwners;
-  /** Drains under way here, claimed by a send() or by a drain job: stop() waits for them. */
-  private readonly draining = new Set<Promise<void>>();
+  private readonly drains: MailboxDrains;
 
   constructor(private readonly options: RedisOutboxOptions) {
     this.platforms = options.parts.platforms;
     this.logger = options.parts.logger;
-    this.slots = new Slots(Math.max(1, options.parts.options.maxInFlight));
-    this.owners = new MailboxOwners(options.records.mailboxes, options.lockDurationMs, this.logger);
+    const { records } = options;
+    this.drains = new MailboxDrains({
+      mailboxes: records.mailboxes,
+      queue: records.queue.name,
+      prefix: records.queuePrefix,
+      slots: options.parts.options.maxInFlight,
+      wake: (key) => records.wake(key),
+      logger: this.logger,
+      what: 'delivery',
+      mailboxesAre: 'destinations',
+      lockDurationMs: options.lockDurationMs,
+      stalledIntervalMs: options.stalledIntervalMs,
+      sweepEveryMs: options.sweepEveryMs,
+    });
     // Every job in flight listens on these signals: many listeners are expected.
     setMaxListeners(0, this.stopping.signal);
     setMaxListeners(0, this.shutdown.signal);
@@ -109,16 +109,16 @@ export class RedisOutbox implements DeliveryQueue {
    */
   async send(delivery: NewDelivery, span: Span): Promise<void> {
     span.setAttribute('messaging.destination.name', this.options.records.queue.name);
-    const claim = this.drainJobs !== undefined && !this.stopping.signal.aborted && this.slots.tryTake() ? this.owners.ownership(randomUUID()) : undefined;
+    const claim = this.drains.claim();
     let added;
     try {
       added = await this.options.records.addOwned(delivery, claim === undefined ? {} : { claim });
     } finally {
-      if (claim !== undefined && added?.claimed === undefined) this.slots.give();
+      if (added?.claimed === undefined) this.drains.unclaimed(claim);
     }
     span.setAttribute(added.outcome === 'exists' ? 'delivery.replayed' : 'delivery.queued', true);
     // A head other than this delivery may be one an owner that died finished before it could pop it.
-    if (added.claimed !== undefined) this.drainHere(added.key, claim!, added.claimed, added.claimed.id !== deliveryJobId(delivery.id));
+    if (added.claimed !== undefined) this.drains.drainHere(added.key, claim!, added.claimed, added.claimed.id !== deliveryJobId(delivery.id));
   }
 
   /** Recorded as a delivery its drain job fails at once, unsent: a dead letter like any other, listed and retried alike. */
@@ -134,20 +134,7 @@ export class RedisOutbox implements DeliveryQueue {
     if (!this.options.work) return;
     const connection = await this.options.connect();
     this.connections.push(connection);
-    this.drainJobs = new DrainJobs({
-      queue: records.queue.name,
-      prefix: records.queuePrefix,
-      connection,
-      slots: this.slots,
-      logger: this.logger,
-      what: 'delivery',
-      ...(this.options.lockDurationMs === undefined ? {} : { lockDurationMs: this.options.lockDurationMs }),
-      ...(this.options.stalledIntervalMs === undefined ? {} : { stalledIntervalMs: this.options.stalledIntervalMs }),
-    });
-    await this.drainJobs.start((key) => this.take(key));
-    const everyMs = this.options.sweepEveryMs ?? this.options.stalledIntervalMs ?? DEFAULT_SWEEP_EVERY_MS;
-    this.sweeper = setInterval(() => void this.sweep(everyMs), everyMs);
-    this.sweeper.unref();
+    await this.drains.start(connection, (key, owner, head, maybeFinished) => this.drain(key, owner, head, maybeFinished));
   }
 
   /**
@@ -156,18 +143,14 @@ export class RedisOutbox implements DeliveryQueue {
    * with a drain job, so whichever instance takes it sends it next.
    */
   async stop(deadline: number): Promise<void> {
-    clearInterval(this.sweeper);
     this.stopping.abort(new Error('the gateway is stopping'));
-    this.drainJobs?.stopFetching();
+    this.drains.stop();
     // Until none is left: a job taken just as the stop began may start one more.
-    const closed = (async () => {
-      while (this.draining.size > 0) await Promise.allSettled([...this.draining]);
-    })();
+    const closed = this.drains.settled();
     if (!(await settledBy(closed, deadline))) this.shutdown.abort(new Error('the gateway is stopping'));
     await closed;
-    await this.drainJobs?.close();
+    await this.drains.close();
     await Promise.allSettled(this.connections.map((connection) => connection.quit()));
-    this.drainJobs = undefined;
     this.connections.length = 0;
   }
 
@@ -188,40 +171,16 @@ export class RedisOutbox implements DeliveryQueue {
     return this.options.records.list(filter);
   }
 
-  /** A drain job's destination, in the slot taken for it: drained here unless another instance owns it (that one sends what waits). */
-  private async take(key: string): Promise<void> {
-    let handedOver = false;
-    try {
-      // Stopping: its successor (added now, as the job is still active) runs elsewhere.
-      if (this.stopping.signal.aborted) return await this.options.records.wake(key);
-      const owner = this.owners.ownership(randomUUID());
-      const head = await this.options.records.mailboxes.claim(key, owner);
-      if (head.fenced || head.message === undefined) return;
-      handedOver = true;
-      // Its head may be one a dead owner finished before it could pop it.
-      this.drainHere(key, owner, head.message, true);
-    } finally {
-      if (!handedOver) this.slots.give();
-    }
-  }
-
-  /** Drains a destination claimed here, in the background, in the slot taken for it; stop() waits for it. */
-  private drainHere(key: string, owner: Ownership, head: MailboxMessage, checkFirst: boolean): void {
-    const drained = runDetached(() => this.drain(key, owner, head, checkFirst));
-    this.draining.add(drained);
-    void drained.finally(() => this.draining.delete(drained));
-  }
-
   /**
    * Sends the deliveries waiting in destination `key`'s mailbox, owned here, oldest first, each
-   * step fenced by the ownership. `checkFirst`: the first head may have been finished by an owner
-   * that died before it popped it. Gives the slot back at the end.
+   * step fenced by the ownership. `maybeFinished`: the first head may have been finished by an owner
+   * that died before it popped it. MailboxDrains lets the slot and the ownership go at the end.
    */
-  private async drain(key: string, owner: Ownership, first: MailboxMessage, checkFirst: boolean): Promise<void> {
+  private async drain(key: string, owner: Ownership, first: MailboxMessage, maybeFinished: boolean): Promise<void> {
     const { records } = this.options;
     // Lost (cut off past the lease): the send under way is cut off; the next step finds the fence.
     const lost = new AbortController();
-    this.owners.hold(key, owner.token, () => {
+    this.drains.owners.hold(key, owner.token, () => {
       this.logger.warn({ destination: key }, 'a destination drained here lost its lease; another instance drains it, this one stops');
       lost.abort(new Error('the destination lost its lease: another instance sends to it'));
     });
@@ -234,7 +193,7 @@ export class RedisOutbox implements DeliveryQueue {
         // Empty: the pop gave the destination up; a delivery added from now on finds no owner.
         if (head.message === undefined) return;
         if (sends === SENDS_PER_DRAIN) return await this.release(key, owner);
-        const done = sends === 0 && checkFirst && (await records.finished(head.message.id));
+        const done = sends === 0 && maybeFinished && (await records.finished(head.message.id));
         const outcome: HeadOutcome = done ? 'finished' : await this.deliver(key, owner, head.message, signal);
         head = await records.mailboxes.pop(key, owner, head.message.id, outcome === 'unusable');
       }
@@ -249,9 +208,6 @@ export class RedisOutbox implements DeliveryQueue {
       await sleep(HAND_BACK_PAUSE_MS, undefined, { signal: this.stopping.signal }).catch(() => undefined);
       // Should this fail too, the lease lapses and a sweep gives the destination a drain job.
       await this.release(key, owner).catch(() => undefined);
-    } finally {
-      this.owners.drop(key, owner.token);
-      this.slots.give();
     }
   }
 
@@ -322,9 +278,8 @@ export class RedisOutbox implements DeliveryQueue {
   }
 
   /** Gives up owning `key`'s mailbox, with a drain job for what is left in it: another instance, or this one later, goes on. */
-  private async release(key: string, owner: Ownership): Promise<void> {
-    const { records } = this.options;
-    if ((await records.mailboxes.release(key, owner.token)) > 0) await records.wake(key);
+  private release(key: string, owner: Ownership): Promise<void> {
+    return this.drains.release(key, owner);
   }
 
   /** Gives the destination up unfinished (stopping): the delivery stays at the head of its mailbox, its attempts kept, sent next by whoever drains it. */
@@ -339,22 +294,6 @@ export class RedisOutbox implements DeliveryQueue {
     await records.mailboxes.release(key, owner.token);
     await records.wake(key, Math.max(1, dueAt - Date.now()));
     throw new Released();
-  }
-
-  /** Gives a drain job to each destination with work that has none (a producer died between its push and its add). */
-  private async sweep(everyMs: number): Promise<void> {
-    if (this.sweeping) return;
-    this.sweeping = true;
-    try {
-      const { records } = this.options;
-      const stuck = await records.mailboxes.stuck(records.queue.name, Date.now() - everyMs);
-      for (const key of stuck) await records.wake(key);
-      if (stuck.length > 0) this.logger.warn({ destinations: stuck.length }, 'gave destinations with waiting deliveries the drain job they lacked');
-    } catch (error) {
-      this.logger.warn({ err: error }, 'could not look for destinations without a drain job; trying again at the next sweep');
-    } finally {
-      this.sweeping = false;
-    }
   }
 
   /** The platform as a metric attribute: only names of enabled platforms, so a stored oddity cannot add series. */

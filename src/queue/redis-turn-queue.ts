@@ -5,18 +5,17 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ThreadlineError } from '../errors.js';
 import type { RunTurn, TurnJob, TurnQueue } from '../gateway/turn-queue.js';
-import { recordFailure, requireSession, runDetached } from '../session/index.js';
+import { recordFailure, requireSession } from '../session/index.js';
 import { redisFailure } from '../store/redis/redis-connection.js';
 import type { RedisKeys } from '../store/redis/redis-keys.js';
 import { threadlineTracer } from '../telemetry/tracer.js';
 import { parseInboundJobData, type InboundJobData } from './inbound-job-data.js';
 import { consumerContext, jobContextOf } from './job-context.js';
-import { addDrainJob, DrainJobs } from './drain-jobs.js';
+import { addDrainJob } from './drain-jobs.js';
 import type { LeaseTimings } from './lease-worker-options.js';
 import { decodeTurnAbort, encodeTurnAbort } from './turn-abort-message.js';
-import { MailboxOwners } from './mailbox-owners.js';
+import { MailboxDrains } from './mailbox-drains.js';
 import type { MailboxHead, MailboxMessage, Ownership } from './mailboxes.js';
-import { Slots } from './slots.js';
 import { TurnMailboxes } from './turn-mailboxes.js';
 
 export interface RedisTurnQueueOptions extends LeaseTimings {
@@ -46,7 +45,6 @@ interface RunningTurn {
 
 const tracer = threadlineTracer();
 const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
-const DEFAULT_SWEEP_EVERY_MS = 5_000;
 /** Turns a drain job runs before it yields its slot to other conversations (its successor waits at the back). */
 const TURNS_PER_DRAIN = 16;
 
@@ -73,19 +71,12 @@ export class RedisTurnQueue implements TurnQueue {
   private readonly instance = randomUUID();
   private readonly connections: Redis[] = [];
   private queueOfTurns: Queue | undefined;
-  private drainJobs: DrainJobs | undefined;
   private mailboxesOnCommands: TurnMailboxes | undefined;
-  private sweeper: NodeJS.Timeout | undefined;
-  /** A sweep under way (one waiting on Redis while it is away): the next one is skipped. */
-  private sweeping = false;
+  private drainsOnCommands: MailboxDrains | undefined;
   /** By owner token: the turn each mailbox owned here runs. */
   private readonly running = new Map<string, RunningTurn>();
-  private readonly slots: Slots;
   /** What runs a turn, once start() began working: until then nothing is drained here. */
   private runner: RunTurn | undefined;
-  private ownersOnCommands: MailboxOwners | undefined;
-  /** Processors not yet returned (handing back included): close() waits for them. */
-  private readonly processing = new Set<Promise<unknown>>();
   private producer: Redis | undefined;
   private offers = 0;
   /** Set by idle() and close(): a drain job goes back to the queue before its next turn. */
@@ -94,9 +85,7 @@ export class RedisTurnQueue implements TurnQueue {
   private closing = false;
   private idleWaiters: (() => void)[] = [];
 
-  constructor(private readonly options: RedisTurnQueueOptions) {
-    this.slots = new Slots(options.concurrency);
-  }
+  constructor(private readonly options: RedisTurnQueueOptions) {}
 
   /** Turns running here plus offers on their way to Redis. */
   get size(): number {
@@ -114,21 +103,7 @@ export class RedisTurnQueue implements TurnQueue {
       });
       await subscriber.subscribe(this.abortChannel);
       this.runner = run;
-      this.drainJobs = new DrainJobs({
-        queue: this.options.keys.turnsQueue,
-        prefix: this.options.keys.queuePrefix,
-        connection: this.connect(),
-        slots: this.slots,
-        logger: this.options.logger,
-        what: 'turns queue',
-        ...(this.options.lockDurationMs === undefined ? {} : { lockDurationMs: this.options.lockDurationMs }),
-        ...(this.options.stalledIntervalMs === undefined ? {} : { stalledIntervalMs: this.options.stalledIntervalMs }),
-        ...(this.options.retryDelayMs === undefined ? {} : { retryDelayMs: this.options.retryDelayMs }),
-      });
-      await this.drainJobs.start((key) => this.take(key));
-      const everyMs = this.options.sweepEveryMs ?? this.options.stalledIntervalMs ?? DEFAULT_SWEEP_EVERY_MS;
-      this.sweeper = setInterval(() => void this.sweep(everyMs), everyMs);
-      this.sweeper.unref();
+      await this.drains().start(this.connect(), (key, owner, head) => this.drain(key, owner, head));
     } catch (error) {
       throw redisFailure(error);
     }
@@ -144,7 +119,7 @@ export class RedisTurnQueue implements TurnQueue {
     try {
       const data: InboundJobData = { id: job.id, key: job.key, text: job.text, context: jobContextOf(job.context, job.routing) };
       // A free slot here: the conversation is drained here at once if nobody owns it, without a drain job.
-      const claim = this.runner !== undefined && !this.draining && this.slots.tryTake() ? this.owners().ownership(randomUUID()) : undefined;
+      const claim = this.drains().claim();
       const offering = this.mailboxes().offer(job.key, job.id, JSON.stringify(data), claim === undefined ? {} : { claim });
       let offered;
       try {
@@ -154,10 +129,10 @@ export class RedisTurnQueue implements TurnQueue {
         if (claim !== undefined) void offering.then((late) => (late.outcome === 'claimed' ? this.giveUp(job.key, claim) : undefined)).catch(() => undefined);
         throw error;
       } finally {
-        if (claim !== undefined && offered?.outcome !== 'claimed') this.slots.give();
+        if (offered?.outcome !== 'claimed') this.drains().unclaimed(claim);
       }
       job.span.setAttribute('messaging.destination.name', this.options.keys.turnsQueue);
-      if (offered.outcome === 'claimed') this.drainHere(job.key, claim!, offered.head);
+      if (offered.outcome === 'claimed') this.drains().drainHere(job.key, claim!, offered.head, false);
       // Waiting already (a replay at start): one round trip, no more; had its first producer died before adding its drain job, the sweep adds it.
       // Owned: its owner pops it in turn.
       else if (offered.outcome === 'added') await this.withinTimeout(this.wake(job.key), 'queue the message');
@@ -188,9 +163,8 @@ export class RedisTurnQueue implements TurnQueue {
   /** Takes no more jobs from now on (another instance takes them) and resolves once nothing runs here. */
   async idle(): Promise<void> {
     this.draining = true;
-    this.stopSweeping();
     // The wait is ours (settleIdle), and another instance takes what waits.
-    this.drainJobs?.stopFetching();
+    this.drainsOnCommands?.stop();
     if (this.size === 0) return;
     await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
@@ -202,14 +176,14 @@ export class RedisTurnQueue implements TurnQueue {
   async close(reason: string): Promise<void> {
     this.draining = true;
     this.closing = true;
-    this.stopSweeping();
-    this.drainJobs?.stopFetching();
+    const drains = this.drainsOnCommands;
+    drains?.stop();
     for (const turn of this.running.values()) turn.controller.abort(new Error(reason));
-    await this.settled();
-    await this.drainJobs?.close();
+    await drains?.settled();
+    await drains?.close();
     // A drain job taken just as the close began may have started one more.
     for (const turn of this.running.values()) turn.controller.abort(new Error(reason));
-    await this.settled();
+    await drains?.settled();
     await this.queueOfTurns?.close().catch(() => undefined);
     for (const connection of this.connections) connection.disconnect();
   }
@@ -223,36 +197,15 @@ export class RedisTurnQueue implements TurnQueue {
     return addDrainJob(this.queue(), key);
   }
 
-  /** A drain job's conversation, in the slot taken for it: drained here unless another instance owns it (that one runs what waits). */
-  private async take(key: string): Promise<void> {
-    let handedOver = false;
-    try {
-      // Stopping: its successor (added now, as the job is still active) runs elsewhere.
-      if (this.draining) return await this.wake(key);
-      const owner = this.owners().ownership(randomUUID());
-      const head = await this.mailboxes().claim(key, owner);
-      if (head.fenced || head.message === undefined) return;
-      handedOver = true;
-      this.drainHere(key, owner, head.message);
-    } finally {
-      if (!handedOver) this.slots.give();
-    }
-  }
-
-  /** Drains a conversation claimed here, in the background, in the slot taken for it. */
-  private drainHere(key: string, owner: Ownership, head: MailboxMessage): void {
-    void runDetached(() => this.track(this.drain(key, owner, head))).catch(() => undefined);
-  }
-
   /**
    * Runs the turns waiting in the mailbox of conversation `key`, owned here, oldest first, each
    * step fenced by the ownership; a turn leaves the mailbox once it has run. Gives the mailbox
    * up (with a drain job for what is left) when this instance is stopping and after
-   * TURNS_PER_DRAIN turns; gives the slot back at the end.
+   * TURNS_PER_DRAIN turns; MailboxDrains lets the slot and the ownership go at the end.
    */
   private async drain(key: string, owner: Ownership, first: MailboxMessage): Promise<void> {
     const mailboxes = this.mailboxes();
-    this.owners().hold(key, owner.token, () => this.ownershipLost(owner.token));
+    this.drains().owners.hold(key, owner.token, () => this.ownershipLost(owner.token));
     let head: MailboxHead = { fenced: false, message: first };
     try {
       for (let turns = 0; ; turns++) {
@@ -271,15 +224,12 @@ export class RedisTurnQueue implements TurnQueue {
     } catch (error) {
       // Redis failed mid-drain: once the lease lapses, a sweep gives the conversation a drain job.
       this.options.logger.warn({ err: redisFailure(error), session: key }, 'a conversation could not be drained; it is drained again once its lease lapses');
-    } finally {
-      this.owners().drop(key, owner.token);
-      this.slots.give();
     }
   }
 
   /** Gives up owning `key`'s mailbox, with a drain job for what is left in it: another instance, or this one later, goes on. */
-  private async giveUp(key: string, owner: Ownership): Promise<void> {
-    if ((await this.mailboxes().release(key, owner.token)) > 0) await this.wake(key);
+  private giveUp(key: string, owner: Ownership): Promise<void> {
+    return this.drains().release(key, owner);
   }
 
   /** The mailbox owned under `token` is another's now (this one was cut off past the lease): its turn here is aborted. */
@@ -338,21 +288,6 @@ export class RedisTurnQueue implements TurnQueue {
     this.options.logger.warn({ queue: this.options.keys.turnsQueue, session: key }, 'a drain job lost its lock; another instance drains its conversation');
   }
 
-  /** Gives a drain job to each conversation with work that has none (a producer died between its push and its add). */
-  private async sweep(everyMs: number): Promise<void> {
-    if (this.sweeping) return;
-    this.sweeping = true;
-    try {
-      const stuck = await this.mailboxes().stuck(this.options.keys.turnsQueue, Date.now() - everyMs);
-      for (const key of stuck) await this.wake(key);
-      if (stuck.length > 0) this.options.logger.warn({ conversations: stuck.length }, 'gave conversations with waiting messages the drain job they lacked');
-    } catch (error) {
-      this.options.logger.warn({ err: redisFailure(error) }, 'could not look for conversations without a drain job; trying again at the next sweep');
-    } finally {
-      this.sweeping = false;
-    }
-  }
-
   /** Moves the jobs left in an older version's `inbound-<p>` queues into mailboxes, once, and removes those queues. */
   private async migrateLegacyQueues(): Promise<void> {
     const count = this.options.legacyPartitions ?? 0;
@@ -382,24 +317,6 @@ export class RedisTurnQueue implements TurnQueue {
       }
       this.options.logger.warn({ queue: name, conversations: moved.length }, 'moved the messages of an inbound partition of an earlier version into mailboxes');
     }
-  }
-
-  private stopSweeping(): void {
-    clearInterval(this.sweeper);
-    this.sweeper = undefined;
-  }
-
-  private async settled(): Promise<void> {
-    while (this.processing.size > 0) await Promise.allSettled([...this.processing]);
-  }
-
-  private track<T>(work: Promise<T>): Promise<T> {
-    this.processing.add(work);
-    const forget = (): void => {
-      this.processing.delete(work);
-    };
-    work.then(forget, forget);
-    return work;
   }
 
   private onAbortMessage(payload: string): void {
@@ -435,9 +352,22 @@ export class RedisTurnQueue implements TurnQueue {
     return this.queueOfTurns;
   }
 
-  private owners(): MailboxOwners {
-    this.ownersOnCommands ??= new MailboxOwners(this.mailboxes(), this.options.lockDurationMs, this.options.logger);
-    return this.ownersOnCommands;
+  private drains(): MailboxDrains {
+    this.drainsOnCommands ??= new MailboxDrains({
+      mailboxes: this.mailboxes(),
+      queue: this.options.keys.turnsQueue,
+      prefix: this.options.keys.queuePrefix,
+      slots: this.options.concurrency,
+      wake: (key) => this.wake(key),
+      logger: this.options.logger,
+      what: 'turns queue',
+      mailboxesAre: 'conversations',
+      lockDurationMs: this.options.lockDurationMs,
+      stalledIntervalMs: this.options.stalledIntervalMs,
+      sweepEveryMs: this.options.sweepEveryMs,
+      retryDelayMs: this.options.retryDelayMs,
+    });
+    return this.drainsOnCommands;
   }
 
   private mailboxes(): TurnMailboxes {
