@@ -70,6 +70,8 @@ export class MailboxDrains {
   /** Starts taking drain jobs (BullMQ blocks on `connection`, one of their own) and sweeping; each mailbox claimed here runs `drain`. */
   async start(connection: Redis, drain: Drain): Promise<void> {
     const { options } = this;
+    // Stopped before it started: nothing is taken here.
+    if (this.stopped) return;
     this.drain = drain;
     this.drainJobs = new DrainJobs({
       queue: options.queue,
@@ -101,7 +103,8 @@ export class MailboxDrains {
   /** Drains `key`, claimed here, in the background in the slot taken for it; the slot and the ownership are let go when it ends. */
   drainHere(key: string, owner: Ownership, head: MailboxMessage, maybeFinished: boolean): void {
     const drain = this.drain!;
-    const drained = runDetached(() => drain(key, owner, head, maybeFinished))
+    // Async, so that a drain that throws at once still lets its slot go below.
+    const drained = runDetached(async () => drain(key, owner, head, maybeFinished))
       .catch((error: unknown) => this.options.logger.error({ err: error, mailbox: key }, `${this.options.what}: a drain failed; its mailbox is drained again once its lease lapses`))
       .finally(() => {
         this.owners.drop(key, owner.token);
@@ -124,16 +127,18 @@ export class MailboxDrains {
     this.drainJobs?.stopFetching();
   }
 
-  /** Resolves once no drain is under way, including any a drain job taken as the stop began started. */
+  /** Resolves once no drain is under way; close() waits again for any that a drain job taken as the stop began started. */
   async settled(): Promise<void> {
     while (this.underWay.size > 0) await Promise.allSettled([...this.underWay]);
   }
 
-  /** Stops, and closes the drain jobs' worker: a job fetched but not yet taken goes back to the queue. */
+  /** Stops, closes the drain jobs' worker (a job fetched but not yet taken goes back to the queue), and waits for every drain. */
   async close(): Promise<void> {
     this.stop();
     await this.drainJobs?.close();
     this.drainJobs = undefined;
+    // A job being taken as the stop began may have started one more drain.
+    await this.settled();
   }
 
   /** A drain job's mailbox, in the slot taken for it: drained here unless another instance owns it (that one runs what waits). */

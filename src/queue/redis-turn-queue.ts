@@ -102,6 +102,8 @@ export class RedisTurnQueue implements TurnQueue {
         if (channel === this.abortChannel) this.onAbortMessage(payload);
       });
       await subscriber.subscribe(this.abortChannel);
+      // Idle or closed while starting: nothing is drained here.
+      if (this.draining) return;
       this.runner = run;
       await this.drains().start(this.connect(), (key, owner, head) => this.drain(key, owner, head));
     } catch (error) {
@@ -180,10 +182,8 @@ export class RedisTurnQueue implements TurnQueue {
     drains?.stop();
     for (const turn of this.running.values()) turn.controller.abort(new Error(reason));
     await drains?.settled();
+    // Waits too for a drain that a job taken as the close began started: it gives its mailbox up before any turn, as draining is set.
     await drains?.close();
-    // A drain job taken just as the close began may have started one more.
-    for (const turn of this.running.values()) turn.controller.abort(new Error(reason));
-    await drains?.settled();
     await this.queueOfTurns?.close().catch(() => undefined);
     for (const connection of this.connections) connection.disconnect();
   }

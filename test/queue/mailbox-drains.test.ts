@@ -1,7 +1,7 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { addDrainJob } from '../../src/queue/drain-jobs.js';
 import { MailboxDrains, type Drain } from '../../src/queue/mailbox-drains.js';
 import { Mailboxes, type MailboxMessage } from '../../src/queue/mailboxes.js';
@@ -12,13 +12,13 @@ import { useRedis } from '../helpers/redis.js';
 const redis = useRedis();
 const open: Array<{ close(): Promise<unknown> } | Redis> = [];
 afterEach(async () => {
-  for (const item of open.splice(0).reverse()) {
-    if (item instanceof Redis) item.disconnect();
-    else await item.close();
-  }
+  const items = open.splice(0).reverse();
+  // The drains and queues first, while their connections still answer.
+  for (const item of items) if (!(item instanceof Redis)) await item.close();
+  for (const item of items) if (item instanceof Redis) item.disconnect();
 });
 
-function setUp(slots: number) {
+function setUp(slots: number, logger = pino({ level: 'silent' })) {
   const raw = new Redis(redis.url, { maxRetriesPerRequest: null });
   open.push(raw);
   const keys = new RedisKeys(redis.prefix());
@@ -31,7 +31,7 @@ function setUp(slots: number) {
     prefix: keys.queuePrefix,
     slots,
     wake: (key) => addDrainJob(queue, key),
-    logger: pino({ level: 'silent' }),
+    logger,
     what: 'test queue',
     mailboxesAre: 'conversations',
   });
@@ -86,7 +86,9 @@ describe('MailboxDrains', () => {
   });
 
   it('gives the slot back when a drain throws, and logs rather than rejects', async () => {
-    const { drains, mailboxes, worker } = setUp(1);
+    const logger = pino({ level: 'silent' });
+    const logged = vi.spyOn(logger, 'error');
+    const { drains, mailboxes, worker } = setUp(1, logger);
     await drains.start(worker(), async () => {
       throw new Error('the drain broke');
     });
@@ -94,9 +96,30 @@ describe('MailboxDrains', () => {
     const offered = await mailboxes.offer('chat-1', 'm-1', 'one', { claim });
     drains.drainHere('chat-1', claim, (offered as { head: MailboxMessage }).head, false);
     await drains.settled();
+    expect(logged).toHaveBeenCalledTimes(1);
     const next = drains.claim();
     expect(next).toBeDefined();
     drains.unclaimed(next);
+  });
+
+  it('a drain job for a mailbox another instance owns leaves it to that one, and gives its slot back', async () => {
+    const { drains, mailboxes, queue, worker } = setUp(1);
+    const ran: string[] = [];
+    await drains.start(worker(), popping(mailboxes, ran));
+    await mailboxes.offer('chat-1', 'm-1', 'one', { claim: { token: 'another instance', leaseMs: 60_000 } });
+    await addDrainJob(queue, 'chat-1');
+    // Done once BullMQ holds no job: the one added was fetched, found the owner and completed.
+    await vi.waitFor(
+      async () => {
+        expect(await queue.count()).toBe(0);
+        expect(await queue.getActiveCount()).toBe(0);
+      },
+      { timeout: 5_000, interval: 20 },
+    );
+    expect(ran).toEqual([]);
+    const claim = drains.claim();
+    expect(claim).toBeDefined();
+    drains.unclaimed(claim);
   });
 
   it('a drain job claims a mailbox nobody owns and drains it; release leaves what is left to the next job', async () => {
@@ -106,18 +129,18 @@ describe('MailboxDrains', () => {
     const ran: string[] = [];
     const fromJob: boolean[] = [];
     let released = false;
-    const done = new Promise<void>((resolve) => {
-      void drains.start(worker(), async (key, owner, head, maybeFinished) => {
-        fromJob.push(maybeFinished);
-        if (!released) {
-          // Given up after a look at its head: it all waits for the drain job release adds.
-          released = true;
-          await drains.release(key, owner);
-          return;
-        }
-        await popping(mailboxes, ran)(key, owner, head, maybeFinished);
-        resolve();
-      });
+    let finished!: () => void;
+    const done = new Promise<void>((resolve) => (finished = resolve));
+    await drains.start(worker(), async (key, owner, head, maybeFinished) => {
+      fromJob.push(maybeFinished);
+      if (!released) {
+        // Given up after a look at its head: it all waits for the drain job release adds.
+        released = true;
+        await drains.release(key, owner);
+        return;
+      }
+      await popping(mailboxes, ran)(key, owner, head, maybeFinished);
+      finished();
     });
     await addDrainJob(queue, 'chat-1');
     await done;
