@@ -3,12 +3,10 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AcceptedMessage, InboundMessage, Intake } from '../../../src/platforms/platform.js';
 import { DiscordPlatform } from '../../../src/platforms/discord/discord-platform.js';
-import type { Lease, LeaseFactory } from '../../../src/lease/lease.js';
-import { LeaderLease } from '../../../src/queue/leader-lease.js';
 import { redisSyncTokens } from '../../../src/store/redis/redis-sync-tokens.js';
-import { RedisKeys } from '../../../src/store/redis/redis-keys.js';
 import { FakeDiscord } from '../../../src/testing/index.js';
 import { until } from '../../helpers/gateway.js';
+import { countedLeases } from '../../helpers/counted-leases.js';
 import { useRedis } from '../../helpers/redis.js';
 
 const LEASE_MS = 300;
@@ -31,28 +29,18 @@ interface Instance {
 }
 
 async function startInstance(name: string, redisUrl: string, prefix: string, fake: FakeDiscord): Promise<Instance> {
-  const connection = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
-  connection.on('error', () => undefined);
-  closing.push(async () => connection.disconnect());
-  const leases: LeaseFactory = (leaseName) => {
-    const lease = new LeaderLease(leaseName, { redis: connection, keys: new RedisKeys(prefix), instanceId: name, leaseMs: LEASE_MS, logger });
-    const counted: Lease = {
-      get held() {
-        return lease.held;
-      },
-      start: (listener) =>
-        lease.start({
-          ...listener,
-          onAttempt: (held) => {
-            instance.holds = held;
-            if (!held) instance.failedTries++;
-          },
-        }),
-      stop: () => lease.stop(),
-    };
-    return counted;
-  };
-  const syncTokens = redisSyncTokens(connection, new RedisKeys(prefix));
+  const { connection, keys, leases } = countedLeases({
+    redisUrl,
+    prefix,
+    instanceId: name,
+    leaseMs: LEASE_MS,
+    onAttempt: (held) => {
+      instance.holds = held;
+      if (!held) instance.failedTries++;
+    },
+    closing,
+  });
+  const syncTokens = redisSyncTokens(connection, keys);
   const platform = new DiscordPlatform({ botToken: TOKEN, apiRoot: fake.apiRoot, logger, gatewayLease: leases, syncTokens });
   const taken: InboundMessage[] = [];
   const intake: Intake = {

@@ -1,19 +1,14 @@
-import { Redis } from 'ioredis';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Lease, LeaseFactory } from '../../../src/lease/lease.js';
 import type { MatrixPlatform } from '../../../src/platforms/matrix/matrix-platform.js';
-import { LeaderLease } from '../../../src/queue/leader-lease.js';
-import { RedisKeys } from '../../../src/store/redis/redis-keys.js';
 import { redisSyncTokens } from '../../../src/store/redis/redis-sync-tokens.js';
 import { FakeMatrix } from '../../../src/testing/fake-matrix.js';
 import { startLocalServer } from '../../../src/testing/local-server.js';
 import { until } from '../../helpers/gateway.js';
+import { countedLeases } from '../../helpers/counted-leases.js';
 import { useRedis } from '../../helpers/redis.js';
 import { matrixPlatform, takingIntake } from './matrix-platform.fixture.js';
 
 const LEASE_MS = 300;
-const logger = pino({ level: 'silent' });
 
 const closing: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -54,21 +49,14 @@ describe('matrix /sync on several instances', () => {
   }
 
   async function startInstance(name: string, fake: FakeMatrix, prefix: string, syncs: LoggedSync[]): Promise<Instance> {
-    const connection = new Redis(redis.url, { maxRetriesPerRequest: 2 });
-    connection.on('error', () => undefined);
-    closing.push(async () => connection.disconnect());
-    const keys = new RedisKeys(prefix);
-    const leases: LeaseFactory = (leaseName) => {
-      const lease = new LeaderLease(leaseName, { redis: connection, keys, instanceId: name, leaseMs: LEASE_MS, logger });
-      const counted: Lease = {
-        get held() {
-          return lease.held;
-        },
-        start: (listener) => lease.start({ ...listener, onAttempt: (held) => void (held ? undefined : instance.failedTries++) }),
-        stop: () => lease.stop(),
-      };
-      return counted;
-    };
+    const { connection, keys, leases } = countedLeases({
+      redisUrl: redis.url,
+      prefix,
+      instanceId: name,
+      leaseMs: LEASE_MS,
+      onAttempt: (held) => void (held ? undefined : instance.failedTries++),
+      closing,
+    });
     const platform = matrixPlatform({ fake, tokens: redisSyncTokens(connection, keys), homeserverUrl: await proxyFor(fake, name, syncs), syncLease: leases });
     const instance: Instance = { name, platform, intake: takingIntake(), failedTries: 0 };
     platform.start(instance.intake);

@@ -1,13 +1,11 @@
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Lease, LeaseFactory } from '../../../src/lease/lease.js';
 import { MattermostPlatform } from '../../../src/platforms/mattermost/mattermost-platform.js';
 import type { AcceptedMessage, InboundMessage, Intake } from '../../../src/platforms/platform.js';
-import { LeaderLease } from '../../../src/queue/leader-lease.js';
-import { RedisKeys } from '../../../src/store/redis/redis-keys.js';
 import { FakeMattermost } from '../../../src/testing/index.js';
 import { until } from '../../helpers/gateway.js';
+import { countedLeases } from '../../helpers/counted-leases.js';
 import { useRedis } from '../../helpers/redis.js';
 
 const LEASE_MS = 300;
@@ -41,26 +39,14 @@ interface Instance {
 }
 
 function startInstance(name: string, fake: FakeMattermost, redisUrl: string, prefix: string, keys: Set<string>): Instance {
-  const connection = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
-  connection.on('error', () => undefined);
-  closing.push(async () => connection.disconnect());
-  const leases: LeaseFactory = (leaseName) => {
-    const lease = new LeaderLease(leaseName, { redis: connection, keys: new RedisKeys(prefix), instanceId: name, leaseMs: LEASE_MS, logger });
-    const counted: Lease = {
-      get held() {
-        return lease.held;
-      },
-      start: (listener) =>
-        lease.start({
-          ...listener,
-          onAttempt: (held) => {
-            if (!held) instance.failedTries++;
-          },
-        }),
-      stop: () => lease.stop(),
-    };
-    return counted;
-  };
+  const { connection, leases } = countedLeases({
+    redisUrl,
+    prefix,
+    instanceId: name,
+    leaseMs: LEASE_MS,
+    onAttempt: (held) => void (held ? undefined : instance.failedTries++),
+    closing,
+  });
   const platform = new MattermostPlatform({ url: fake.url, token: fake.token, threadTopLevel: false, catchUpMs: 60_000, logger, lease: leases });
   const intake = sharedIntake(keys);
   const instance: Instance = { platform, connection, intake, failedTries: 0 };

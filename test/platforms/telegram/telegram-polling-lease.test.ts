@@ -3,12 +3,11 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AcceptedMessage, InboundMessage, Intake } from '../../../src/platforms/platform.js';
 import { TelegramPlatform } from '../../../src/platforms/telegram/telegram-platform.js';
-import type { Lease, LeaseFactory } from '../../../src/lease/lease.js';
-import { LeaderLease } from '../../../src/queue/leader-lease.js';
 import { RedisKeys } from '../../../src/store/redis/redis-keys.js';
 import { FakeTelegram } from '../../../src/testing/fake-telegram.js';
 import { startLocalServer } from '../../../src/testing/local-server.js';
 import { until } from '../../helpers/gateway.js';
+import { countedLeases } from '../../helpers/counted-leases.js';
 import { useRedis } from '../../helpers/redis.js';
 
 const LEASE_MS = 300;
@@ -84,26 +83,14 @@ interface Instance {
 }
 
 async function startInstance(name: string, redisUrl: string, prefix: string, apiRoot: string): Promise<Instance> {
-  const connection = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
-  connection.on('error', () => undefined);
-  closing.push(async () => connection.disconnect());
-  const leases: LeaseFactory = (leaseName) => {
-    const lease = new LeaderLease(leaseName, { redis: connection, keys: new RedisKeys(prefix), instanceId: name, leaseMs: LEASE_MS, logger });
-    const counted: Lease = {
-      get held() {
-        return lease.held;
-      },
-      start: (listener) =>
-        lease.start({
-          ...listener,
-          onAttempt: (held) => {
-            if (!held) instance.failedTries++;
-          },
-        }),
-      stop: () => lease.stop(),
-    };
-    return counted;
-  };
+  const { connection, leases } = countedLeases({
+    redisUrl,
+    prefix,
+    instanceId: name,
+    leaseMs: LEASE_MS,
+    onAttempt: (held) => void (held ? undefined : instance.failedTries++),
+    closing,
+  });
   const platform = new TelegramPlatform({ token: '1:test', mode: 'polling', apiRoot, logger, pollingLease: leases });
   const intake = takingIntake();
   const instance: Instance = { name, platform, connection, intake, failedTries: 0 };
