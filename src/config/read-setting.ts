@@ -31,29 +31,31 @@ const COMPUTED_DEFAULTS = {
   OTEL_METRICS_EXPORTER: (env: NodeJS.ProcessEnv): string => (hasEndpoint(env, 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT') ? 'otlp' : 'none'),
   OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_PROTOCOL'),
   OTEL_EXPORTER_OTLP_LOGS_PROTOCOL: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_PROTOCOL'),
-  OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: (env: NodeJS.ProcessEnv): number => readInteger(env, 'OTEL_EXPORTER_OTLP_TIMEOUT'),
-  OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_COMPRESSION'),
-  OTEL_EXPORTER_OTLP_TRACES_INSECURE: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_INSECURE'),
-  OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CERTIFICATE'),
-  OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE'),
-  OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CLIENT_KEY'),
-  OTEL_EXPORTER_OTLP_METRICS_TIMEOUT: (env: NodeJS.ProcessEnv): number => readInteger(env, 'OTEL_EXPORTER_OTLP_TIMEOUT'),
-  OTEL_EXPORTER_OTLP_METRICS_COMPRESSION: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_COMPRESSION'),
-  OTEL_EXPORTER_OTLP_METRICS_INSECURE: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_INSECURE'),
-  OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CERTIFICATE'),
-  OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE'),
-  OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CLIENT_KEY'),
-  OTEL_EXPORTER_OTLP_LOGS_TIMEOUT: (env: NodeJS.ProcessEnv): number => readInteger(env, 'OTEL_EXPORTER_OTLP_TIMEOUT'),
-  OTEL_EXPORTER_OTLP_LOGS_COMPRESSION: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_COMPRESSION'),
-  OTEL_EXPORTER_OTLP_LOGS_INSECURE: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_INSECURE'),
-  OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CERTIFICATE'),
-  OTEL_EXPORTER_OTLP_LOGS_CLIENT_CERTIFICATE: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE'),
-  OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CLIENT_KEY'),
+  ...sharedOtlpDefaults('TRACES'),
+  ...sharedOtlpDefaults('METRICS'),
+  ...sharedOtlpDefaults('LOGS'),
   OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT: (env: NodeJS.ProcessEnv): number => readInteger(env, 'OTEL_ATTRIBUTE_COUNT_LIMIT'),
   OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT: (env: NodeJS.ProcessEnv): number => readInteger(env, 'OTEL_ATTRIBUTE_COUNT_LIMIT'),
   OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT'),
   OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT'),
 } satisfies { [N in SettingName]?: (env: NodeJS.ProcessEnv) => string | number | undefined };
+
+/** A signal's own OTLP exporter settings, read as the shared ones when unset (as the SDK reads them). */
+function sharedOtlpDefaults<S extends 'TRACES' | 'METRICS' | 'LOGS'>(
+  signal: S,
+): { readonly [P in 'TIMEOUT' as `OTEL_EXPORTER_OTLP_${S}_${P}`]: (env: NodeJS.ProcessEnv) => number } & {
+  readonly [P in 'COMPRESSION' | 'INSECURE' as `OTEL_EXPORTER_OTLP_${S}_${P}`]: (env: NodeJS.ProcessEnv) => string;
+} & { readonly [P in 'CERTIFICATE' | 'CLIENT_CERTIFICATE' | 'CLIENT_KEY' as `OTEL_EXPORTER_OTLP_${S}_${P}`]: (env: NodeJS.ProcessEnv) => string | undefined } {
+  const name = (part: string): string => `OTEL_EXPORTER_OTLP_${signal}_${part}`;
+  return {
+    [name('TIMEOUT')]: (env: NodeJS.ProcessEnv): number => readInteger(env, 'OTEL_EXPORTER_OTLP_TIMEOUT'),
+    [name('COMPRESSION')]: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_COMPRESSION'),
+    [name('INSECURE')]: (env: NodeJS.ProcessEnv): string => readChoice(env, 'OTEL_EXPORTER_OTLP_INSECURE'),
+    [name('CERTIFICATE')]: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CERTIFICATE'),
+    [name('CLIENT_CERTIFICATE')]: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE'),
+    [name('CLIENT_KEY')]: (env: NodeJS.ProcessEnv): string | undefined => readText(env, 'OTEL_EXPORTER_OTLP_CLIENT_KEY'),
+  } as never;
+}
 
 /**
  * URL settings that matter only while their signal is exported: otherwise their value is left

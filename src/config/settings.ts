@@ -109,6 +109,103 @@ const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const;
 /** Node's largest timer: the SDK hands its timeouts to setTimeout, which fires at once past it. */
 const MAX_TIMER_MS = 2_147_483_647;
 
+/**
+ * The OTLP exporter's settings every signal shares, named `OTEL_EXPORTER_OTLP_<NAME>`, each of
+ * which a signal may set for itself alone (`OTEL_EXPORTER_OTLP_<SIGNAL>_<NAME>`), as the SDK reads them.
+ */
+const OTLP_SHARED = {
+  HEADERS: {
+    kind: 'text',
+    group: 'traces',
+    default: undefined,
+    secret: true,
+    readBySdk: true,
+    format: '`key=value,key=value` (values percent-encoded)',
+    description: 'headers sent with each OTLP export of every signal, e.g. a hosted backend\'s API key (`authorization=Bearer%20…`); shown as `(set)`, never logged',
+  },
+  TIMEOUT: {
+    kind: 'integer',
+    group: 'traces',
+    default: 10_000,
+    min: 1,
+    max: MAX_TIMER_MS,
+    fractional: true,
+    readBySdk: true,
+    description: 'milliseconds one OTLP export of every signal may take',
+  },
+  COMPRESSION: {
+    kind: 'choice',
+    group: 'traces',
+    choices: ['none', 'gzip'],
+    default: 'none',
+    readBySdk: true,
+    caseSensitive: true,
+    description: 'compression of the OTLP exports of every signal',
+  },
+  CERTIFICATE: {
+    kind: 'text',
+    group: 'traces',
+    default: undefined,
+    readBySdk: true,
+    defaultText: 'unset (the system roots)',
+    format: 'a PEM file',
+    description: 'the CA certificates a TLS collector of every signal is checked against',
+  },
+  CLIENT_CERTIFICATE: {
+    kind: 'text',
+    group: 'traces',
+    default: undefined,
+    readBySdk: true,
+    format: 'a PEM file',
+    description: 'the client certificate chain for mutual TLS with the collector of every signal',
+  },
+  CLIENT_KEY: {
+    kind: 'text',
+    group: 'traces',
+    default: undefined,
+    readBySdk: true,
+    format: 'a PEM file',
+    description: 'the private key of that client certificate (the path is shown; the file is never read into a log)',
+  },
+  INSECURE: {
+    kind: 'choice',
+    group: 'traces',
+    choices: ['false', 'true'],
+    default: 'false',
+    readBySdk: true,
+    description: 'read by the gRPC exporter of every signal only for an endpoint without a scheme, which threadline refuses: with an http(s) endpoint the scheme decides, `http://` without TLS and `https://` with it',
+  },
+} as const satisfies Record<string, Setting>;
+
+type OtlpShared = typeof OTLP_SHARED;
+type OtlpSignal = 'TRACES' | 'METRICS' | 'LOGS';
+
+/** The shared rows under their own names. */
+function otlpSharedSettings(): { readonly [P in keyof OtlpShared as `OTEL_EXPORTER_OTLP_${P}`]: OtlpShared[P] } {
+  return Object.fromEntries(Object.entries(OTLP_SHARED).map(([part, row]) => [`OTEL_EXPORTER_OTLP_${part}`, row])) as never;
+}
+
+/**
+ * A signal's own rows: each the shared row for `alone` alone, in the signal's `group`, its
+ * default the shared setting's value.
+ */
+function otlpSignalSettings<S extends OtlpSignal>(
+  signal: S,
+  alone: string,
+  group: SettingGroup,
+): { readonly [P in keyof OtlpShared as `OTEL_EXPORTER_OTLP_${S}_${P}`]: Omit<OtlpShared[P], 'group' | 'description'> & { readonly group: SettingGroup; readonly defaultText: string; readonly description: string } } {
+  const description = (part: keyof OtlpShared): string =>
+    part === 'HEADERS'
+      ? `headers sent with each OTLP export of ${alone} alone, instead of \`OTEL_EXPORTER_OTLP_HEADERS\`; shown as \`(set)\``
+      : OTLP_SHARED[part].description.replace('of every signal', `of ${alone} alone`);
+  return Object.fromEntries(
+    (Object.keys(OTLP_SHARED) as (keyof OtlpShared)[]).map((part) => [
+      `OTEL_EXPORTER_OTLP_${signal}_${part}`,
+      { ...OTLP_SHARED[part], group, defaultText: `\`OTEL_EXPORTER_OTLP_${part}\``, description: description(part) },
+    ]),
+  ) as never;
+}
+
 export const SETTINGS = {
   // Server and store
   PORT: { kind: 'integer', group: 'server', default: 8787, min: 0, max: 65535, description: 'HTTP port (0: any free port)' },
@@ -686,134 +783,8 @@ export const SETTINGS = {
     format: 'a number from 0 to 1',
     description: 'the share of traces the `traceidratio` samplers keep, e.g. `0.01`; a value outside 0 to 1 stops start-up',
   },
-  OTEL_EXPORTER_OTLP_HEADERS: {
-    kind: 'text',
-    group: 'traces',
-    default: undefined,
-    secret: true,
-    readBySdk: true,
-    format: '`key=value,key=value` (values percent-encoded)',
-    description: 'headers sent with each OTLP export of every signal, e.g. a hosted backend\'s API key (`authorization=Bearer%20…`); shown as `(set)`, never logged',
-  },
-  OTEL_EXPORTER_OTLP_TIMEOUT: {
-    kind: 'integer',
-    group: 'traces',
-    default: 10_000,
-    min: 1,
-    max: MAX_TIMER_MS,
-    fractional: true,
-    readBySdk: true,
-    description: 'milliseconds one OTLP export of every signal may take',
-  },
-  OTEL_EXPORTER_OTLP_COMPRESSION: {
-    kind: 'choice',
-    group: 'traces',
-    choices: ['none', 'gzip'],
-    default: 'none',
-    readBySdk: true,
-    caseSensitive: true,
-    description: 'compression of the OTLP exports of every signal',
-  },
-  OTEL_EXPORTER_OTLP_CERTIFICATE: {
-    kind: 'text',
-    group: 'traces',
-    default: undefined,
-    readBySdk: true,
-    defaultText: 'unset (the system roots)',
-    format: 'a PEM file',
-    description: 'the CA certificates a TLS collector of every signal is checked against',
-  },
-  OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: {
-    kind: 'text',
-    group: 'traces',
-    default: undefined,
-    readBySdk: true,
-    format: 'a PEM file',
-    description: 'the client certificate chain for mutual TLS with the collector of every signal',
-  },
-  OTEL_EXPORTER_OTLP_CLIENT_KEY: {
-    kind: 'text',
-    group: 'traces',
-    default: undefined,
-    readBySdk: true,
-    format: 'a PEM file',
-    description: 'the private key of that client certificate (the path is shown; the file is never read into a log)',
-  },
-  OTEL_EXPORTER_OTLP_INSECURE: {
-    kind: 'choice',
-    group: 'traces',
-    choices: ['false', 'true'],
-    default: 'false',
-    readBySdk: true,
-    description: 'read by the gRPC exporter of every signal only for an endpoint without a scheme, which threadline refuses: with an http(s) endpoint the scheme decides, `http://` without TLS and `https://` with it',
-  },
-  OTEL_EXPORTER_OTLP_TRACES_HEADERS: {
-    kind: 'text',
-    group: 'traces',
-    default: undefined,
-    secret: true,
-    readBySdk: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_HEADERS`',
-    format: '`key=value,key=value` (values percent-encoded)',
-    description: 'headers sent with each OTLP export of traces alone, instead of `OTEL_EXPORTER_OTLP_HEADERS`; shown as `(set)`',
-  },
-  OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: {
-    kind: 'integer',
-    group: 'traces',
-    default: 10_000,
-    min: 1,
-    max: MAX_TIMER_MS,
-    fractional: true,
-    readBySdk: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_TIMEOUT`',
-    description: 'milliseconds one OTLP export of traces alone may take',
-  },
-  OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: {
-    kind: 'choice',
-    group: 'traces',
-    choices: ['none', 'gzip'],
-    default: 'none',
-    readBySdk: true,
-    caseSensitive: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_COMPRESSION`',
-    description: 'compression of the OTLP exports of traces alone',
-  },
-  OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE: {
-    kind: 'text',
-    group: 'traces',
-    default: undefined,
-    readBySdk: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_CERTIFICATE`',
-    format: 'a PEM file',
-    description: 'the CA certificates a TLS collector of traces alone is checked against',
-  },
-  OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE: {
-    kind: 'text',
-    group: 'traces',
-    default: undefined,
-    readBySdk: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`',
-    format: 'a PEM file',
-    description: 'the client certificate chain for mutual TLS with the collector of traces alone',
-  },
-  OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY: {
-    kind: 'text',
-    group: 'traces',
-    default: undefined,
-    readBySdk: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_CLIENT_KEY`',
-    format: 'a PEM file',
-    description: 'the private key of that client certificate (the path is shown; the file is never read into a log)',
-  },
-  OTEL_EXPORTER_OTLP_TRACES_INSECURE: {
-    kind: 'choice',
-    group: 'traces',
-    choices: ['false', 'true'],
-    default: 'false',
-    readBySdk: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_INSECURE`',
-    description: 'read by the gRPC exporter of traces alone only for an endpoint without a scheme, which threadline refuses: with an http(s) endpoint the scheme decides, `http://` without TLS and `https://` with it',
-  },
+  ...otlpSharedSettings(),
+  ...otlpSignalSettings('TRACES', 'traces', 'traces'),
   OTEL_BSP_SCHEDULE_DELAY: {
     kind: 'integer',
     group: 'traces',
@@ -1006,73 +977,7 @@ export const SETTINGS = {
     description: 'milliseconds between exports of the push exporters (`otlp`, `console`); an export may take this long or 30 s, whichever is less (`OTEL_METRIC_EXPORT_TIMEOUT` is not read)',
   },
 
-  OTEL_EXPORTER_OTLP_METRICS_HEADERS: {
-    kind: 'text',
-    group: 'metrics',
-    default: undefined,
-    secret: true,
-    readBySdk: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_HEADERS`',
-    format: '`key=value,key=value` (values percent-encoded)',
-    description: 'headers sent with each OTLP export of metrics alone, instead of `OTEL_EXPORTER_OTLP_HEADERS`; shown as `(set)`',
-  },
-  OTEL_EXPORTER_OTLP_METRICS_TIMEOUT: {
-    kind: 'integer',
-    group: 'metrics',
-    default: 10_000,
-    min: 1,
-    max: MAX_TIMER_MS,
-    fractional: true,
-    readBySdk: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_TIMEOUT`',
-    description: 'milliseconds one OTLP export of metrics alone may take',
-  },
-  OTEL_EXPORTER_OTLP_METRICS_COMPRESSION: {
-    kind: 'choice',
-    group: 'metrics',
-    choices: ['none', 'gzip'],
-    default: 'none',
-    readBySdk: true,
-    caseSensitive: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_COMPRESSION`',
-    description: 'compression of the OTLP exports of metrics alone',
-  },
-  OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE: {
-    kind: 'text',
-    group: 'metrics',
-    default: undefined,
-    readBySdk: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_CERTIFICATE`',
-    format: 'a PEM file',
-    description: 'the CA certificates a TLS collector of metrics alone is checked against',
-  },
-  OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE: {
-    kind: 'text',
-    group: 'metrics',
-    default: undefined,
-    readBySdk: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`',
-    format: 'a PEM file',
-    description: 'the client certificate chain for mutual TLS with the collector of metrics alone',
-  },
-  OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY: {
-    kind: 'text',
-    group: 'metrics',
-    default: undefined,
-    readBySdk: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_CLIENT_KEY`',
-    format: 'a PEM file',
-    description: 'the private key of that client certificate (the path is shown; the file is never read into a log)',
-  },
-  OTEL_EXPORTER_OTLP_METRICS_INSECURE: {
-    kind: 'choice',
-    group: 'metrics',
-    choices: ['false', 'true'],
-    default: 'false',
-    readBySdk: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_INSECURE`',
-    description: 'read by the gRPC exporter of metrics alone only for an endpoint without a scheme, which threadline refuses: with an http(s) endpoint the scheme decides, `http://` without TLS and `https://` with it',
-  },
+  ...otlpSignalSettings('METRICS', 'metrics', 'metrics'),
   OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE: {
     kind: 'choice',
     group: 'metrics',
@@ -1173,73 +1078,7 @@ export const SETTINGS = {
     defaultText: '`OTEL_EXPORTER_OTLP_PROTOCOL`',
     description: 'the OTLP encoding for logs alone',
   },
-  OTEL_EXPORTER_OTLP_LOGS_HEADERS: {
-    kind: 'text',
-    group: 'privacy',
-    default: undefined,
-    secret: true,
-    readBySdk: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_HEADERS`',
-    format: '`key=value,key=value` (values percent-encoded)',
-    description: 'headers sent with each OTLP export of logs alone, instead of `OTEL_EXPORTER_OTLP_HEADERS`; shown as `(set)`',
-  },
-  OTEL_EXPORTER_OTLP_LOGS_TIMEOUT: {
-    kind: 'integer',
-    group: 'privacy',
-    default: 10_000,
-    min: 1,
-    max: MAX_TIMER_MS,
-    fractional: true,
-    readBySdk: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_TIMEOUT`',
-    description: 'milliseconds one OTLP export of logs alone may take',
-  },
-  OTEL_EXPORTER_OTLP_LOGS_COMPRESSION: {
-    kind: 'choice',
-    group: 'privacy',
-    choices: ['none', 'gzip'],
-    default: 'none',
-    readBySdk: true,
-    caseSensitive: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_COMPRESSION`',
-    description: 'compression of the OTLP exports of logs alone',
-  },
-  OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE: {
-    kind: 'text',
-    group: 'privacy',
-    default: undefined,
-    readBySdk: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_CERTIFICATE`',
-    format: 'a PEM file',
-    description: 'the CA certificates a TLS collector of logs alone is checked against',
-  },
-  OTEL_EXPORTER_OTLP_LOGS_CLIENT_CERTIFICATE: {
-    kind: 'text',
-    group: 'privacy',
-    default: undefined,
-    readBySdk: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE`',
-    format: 'a PEM file',
-    description: 'the client certificate chain for mutual TLS with the collector of logs alone',
-  },
-  OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY: {
-    kind: 'text',
-    group: 'privacy',
-    default: undefined,
-    readBySdk: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_CLIENT_KEY`',
-    format: 'a PEM file',
-    description: 'the private key of that client certificate (the path is shown; the file is never read into a log)',
-  },
-  OTEL_EXPORTER_OTLP_LOGS_INSECURE: {
-    kind: 'choice',
-    group: 'privacy',
-    choices: ['false', 'true'],
-    default: 'false',
-    readBySdk: true,
-    defaultText: '`OTEL_EXPORTER_OTLP_INSECURE`',
-    description: 'read by the gRPC exporter of logs alone only for an endpoint without a scheme, which threadline refuses: with an http(s) endpoint the scheme decides, `http://` without TLS and `https://` with it',
-  },
+  ...otlpSignalSettings('LOGS', 'logs', 'privacy'),
   OTEL_BLRP_SCHEDULE_DELAY: {
     kind: 'integer',
     group: 'privacy',
