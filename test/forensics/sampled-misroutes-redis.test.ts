@@ -4,42 +4,18 @@
  * and a lenient misroute are exported as forensic copies though their traces are not sampled.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Agent, Turn } from '../../src/agent/agent.js';
-import { CommandAgent } from '../../src/gateway/commands/command-agent.js';
-import { captureRouting, withSession, type Session } from '../../src/session/index.js';
 import { startTestGateway, type TestGateway } from '../../src/testing/index.js';
-import type { Toolbox } from '../../src/tools/toolbox.js';
 import { until } from '../helpers/gateway.js';
 import { useRedis } from '../helpers/redis.js';
+import { LEAK_QUESTION, LeakyAgent } from './leaky-agent.js';
 import { installSampledTelemetry, isSampled } from './sampled-telemetry.js';
 
-const LEAK_QUESTION = 'did build 17 pass?';
 const telemetry = installSampledTelemetry();
 const redis = useRedis();
-const sessions = new Map<string, Session>();
+const leaky = new LeakyAgent(() => g);
 let g: TestGateway;
 
-/** The command agent, except that LEAK_QUESTION is answered in the session of thread build-42. */
-function leakyAgent(toolbox: Toolbox): Agent {
-  const commands = new CommandAgent(toolbox.tools);
-  return {
-    handle: async (turn: Turn) => {
-      sessions.set(turn.text, turn.session);
-      const leaked = [...sessions.values()].find((session) => session.threadId === 'build-42');
-      if (turn.text === LEAK_QUESTION && leaked !== undefined) {
-        const origin = captureRouting();
-        return withSession(leaked, () => g.running.gateway.router.deliver({ id: `${turn.messageId}/leak`, kind: 'reply', text: 'build 17 passed', origin }));
-      }
-      return commands.handle(turn);
-    },
-  };
-}
-
-async function say(chat: string, thread: string | undefined, text: string): Promise<string> {
-  const answer = await g.send({ chat_id: chat, ...(thread === undefined ? {} : { thread_id: thread }), chat_type: 'group', user_id: 'u-7', text });
-  expect(answer.status).toBe(202);
-  return String(answer.body['trace_id']);
-}
+const say: LeakyAgent['say'] = (...args) => leaky.say(...args);
 
 /** The worker's gateway.deliver spans (CONSUMER: no delivery.target) of a trace. */
 function workerAttempts(traceId: string) {
@@ -47,7 +23,7 @@ function workerAttempts(traceId: string) {
 }
 
 beforeAll(async () => {
-  g = await startTestGateway({ webhookToken: true, env: { THREADLINE_REDIS_URL: redis.url, THREADLINE_REDIS_PREFIX: redis.prefix(), THREADLINE_STRICT_ROUTING: '0' }, agent: leakyAgent });
+  g = await startTestGateway({ webhookToken: true, env: { THREADLINE_REDIS_URL: redis.url, THREADLINE_REDIS_PREFIX: redis.prefix(), THREADLINE_STRICT_ROUTING: '0' }, agent: leaky.agent });
 });
 
 afterAll(async () => {

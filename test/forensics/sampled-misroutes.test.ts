@@ -6,45 +6,19 @@
  * `traceparent …-00` does not switch off the gateway's spans, nor its `-01` force them on.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Agent, Turn } from '../../src/agent/agent.js';
-import { CommandAgent } from '../../src/gateway/commands/command-agent.js';
-import { captureRouting, withSession, type RoutingSnapshot, type Session } from '../../src/session/index.js';
 import { startTestGateway, type TestGateway } from '../../src/testing/index.js';
 import { deliverLater } from '../../src/tools/deliver-later.js';
-import type { Toolbox } from '../../src/tools/toolbox.js';
 import { until } from '../helpers/gateway.js';
+import { LEAK_QUESTION, LeakyAgent } from './leaky-agent.js';
 import { installSampledTelemetry, isSampled, sampledByRatio } from './sampled-telemetry.js';
 
-const LEAK_QUESTION = 'did build 17 pass?';
 const telemetry = installSampledTelemetry();
 const { endedIn, exportedTraceIds } = telemetry;
 
-const sessions = new Map<string, Session>();
-const routings = new Map<string, RoutingSnapshot>();
+const leaky = new LeakyAgent(() => g);
 let g: TestGateway;
 
-/** The command agent, except that LEAK_QUESTION is answered in the session of thread build-42, as a leaking context would. */
-function leakyAgent(toolbox: Toolbox): Agent {
-  const commands = new CommandAgent(toolbox.tools);
-  return {
-    handle: async (turn: Turn) => {
-      sessions.set(turn.text, turn.session);
-      routings.set(turn.text, captureRouting());
-      const leaked = [...sessions.values()].find((session) => session.threadId === 'build-42');
-      if (turn.text === LEAK_QUESTION && leaked !== undefined) {
-        const origin = captureRouting();
-        return withSession(leaked, () => g.running.gateway.router.deliver({ id: `${turn.messageId}/leak`, kind: 'reply', text: 'build 17 passed', origin }));
-      }
-      return commands.handle(turn);
-    },
-  };
-}
-
-async function say(chat: string, thread: string | undefined, text: string, headers: Record<string, string> = {}): Promise<string> {
-  const answer = await g.send({ chat_id: chat, ...(thread === undefined ? {} : { thread_id: thread }), chat_type: 'group', user_id: 'u-7', text }, headers);
-  expect(answer.status).toBe(202);
-  return String(answer.body['trace_id']);
-}
+const say: LeakyAgent['say'] = (...args) => leaky.say(...args);
 
 async function sayAndWait(chat: string, thread: string | undefined, text: string): Promise<string> {
   const before = g.receiver.unique().size;
@@ -59,7 +33,7 @@ async function sayAndWait(chat: string, thread: string | undefined, text: string
 
 
 beforeAll(async () => {
-  g = await startTestGateway({ webhookToken: true, env: { THREADLINE_STRICT_ROUTING: '0' }, agent: leakyAgent });
+  g = await startTestGateway({ webhookToken: true, env: { THREADLINE_STRICT_ROUTING: '0' }, agent: leaky.agent });
 });
 
 afterAll(async () => {
@@ -87,7 +61,7 @@ describe('misroutes and lost work under 1% head sampling', () => {
     retriedTrace = await sayAndWait('ops', 'retry', '/help');
 
     // A watcher's notification refused for good, and one that fails before it is recorded (no home channel).
-    const origin = routings.get('starting build 42')!;
+    const origin = leaky.routings.get('starting build 42')!;
     g.receiver.failNext(1, 400);
     await deliverLater(g.running.gateway.router, origin, 'terminal.notify', { id: 'proc:given-up:done', kind: 'notification', text: 'build done' });
     await until(async () => (await g.deliveries({ failedOnly: true })).length === 2);
