@@ -41,7 +41,7 @@ export interface SetUpCpu {
 }
 
 /** Reads /proc for every process of the set-up. */
-export function cpuOf(configuration: Configuration): SetUpCpu {
+export function cpuOf(configuration: Pick<Configuration, 'gateways' | 'redis'>): SetUpCpu {
   return {
     gatewaysUs: configuration.gateways.reduce((sum, gateway) => sum + cpuTime(gateway.pid).totalUs, 0),
     redisUs: configuration.redis === undefined ? 0 : cpuTime(configuration.redis.pid).totalUs,

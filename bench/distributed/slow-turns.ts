@@ -12,6 +12,7 @@ import { root, startServer, stopServer, type RunningServer } from '../gateway/se
 import { gatewaySpec, type ConfigurationOptions } from './configurations.js';
 import { startBenchRedis, type BenchRedis } from './redis-server.js';
 import { cpuTime } from '../gateway/cpu-time.js';
+import { cpuOf } from './measure-round.js';
 import type { ReplySink } from './reply-sink-process.js';
 
 export interface SlowTurnsOptions extends ConfigurationOptions {
@@ -79,9 +80,7 @@ async function run(
   options: SlowTurnsOptions,
 ): Promise<SlowTurnsResult> {
   await sink.reset();
-  const cpu = () => ({ gatewaysUs: gateways.reduce((sum, { pid }) => sum + cpuTime(pid).totalUs, 0), redisUs: redis === undefined ? 0 : cpuTime(redis.pid).totalUs,
-    modelUs: cpuTime(modelPid).totalUs,
-  });
+  const cpu = () => ({ ...cpuOf({ gateways, redis }), modelUs: cpuTime(modelPid).totalUs });
   const cpuBefore = cpu();
   const startedUs = Number(process.hrtime.bigint() / 1000n);
   const post = (index: number, chat: string, text: string) =>

@@ -46,13 +46,14 @@ export interface MailboxDrainsOptions extends LeaseTimings {
  * waits for. What a drain does with each message is its owner's (`Drain`).
  */
 export class MailboxDrains {
-  readonly slots: Slots;
+  private readonly slots: Slots;
   readonly owners: MailboxOwners;
   private drain: Drain | undefined;
   private drainJobs: DrainJobs | undefined;
   private sweeper: NodeJS.Timeout | undefined;
   /** A sweep under way (one waiting on Redis while it is away): the next one is skipped. */
   private sweeping = false;
+  /** Set by stop(): no claim at offer time, and a drain job fetched from now on is handed to another instance. */
   private stopped = false;
   /** Drains under way here, claimed at an offer or by a drain job. */
   private readonly underWay = new Set<Promise<void>>();
@@ -60,11 +61,6 @@ export class MailboxDrains {
   constructor(private readonly options: MailboxDrainsOptions) {
     this.slots = new Slots(Math.max(1, options.slots));
     this.owners = new MailboxOwners(options.mailboxes, options.lockDurationMs, options.logger);
-  }
-
-  /** Set by stop(): no claim at offer time, and a drain job fetched from now on is handed to another instance. */
-  get stopping(): boolean {
-    return this.stopped;
   }
 
   /** Starts taking drain jobs (BullMQ blocks on `connection`, one of their own) and sweeping; each mailbox claimed here runs `drain`. */

@@ -180,9 +180,10 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const dataDir = mkdtempSync(join(tmpdir(), 'threadline-test-'));
   const webhookToken = options.webhookToken === true ? TEST_SECRETS.webhookToken : options.webhookToken;
   // A gateway that never starts (a refused configuration, a failed start) leaves no temp dir or fake server behind.
+  const closeFakes = () => [receiver.close(), telegram?.close(), slack?.close(), mattermost?.close(), matrix?.close(), discord?.close()];
   const failedStart = async (error: unknown): Promise<never> => {
     // Settled, not all: a fake that fails to close leaves neither the dir behind nor the start's error unsaid.
-    await Promise.allSettled([receiver.close(), telegram?.close(), slack?.close(), mattermost?.close(), matrix?.close(), discord?.close()]);
+    await Promise.allSettled(closeFakes());
     rmSync(dataDir, { recursive: true, force: true });
     throw error;
   };
@@ -344,7 +345,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     },
     stop: async () => {
       await running.stop();
-      await Promise.all([receiver.close(), telegram?.close(), slack?.close(), mattermost?.close(), matrix?.close(), discord?.close()]);
+      await Promise.all(closeFakes());
       // A background command killed at the end may still write its status as the directory goes (ENOTEMPTY): tried again.
       rmSync(dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
     },
