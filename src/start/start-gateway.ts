@@ -4,7 +4,6 @@ import type { Agent } from '../agent/agent.js';
 import { ThreadlineError, messageOf } from '../errors.js';
 import { CommandAgent } from '../gateway/commands/command-agent.js';
 import { commandsFirst } from '../gateway/commands/commands-first.js';
-import { LlmAgent } from '../agent/llm/llm-agent.js';
 import { systemClock, type Clock } from '../tools/clock.js';
 import type { Deliverer } from '../tools/deliver-later.js';
 import { createToolbox, type Toolbox } from '../tools/toolbox.js';
@@ -12,10 +11,6 @@ import type { Tool } from '../tools/tool.js';
 import { connectMcpServers } from '../tools/mcp/connect-mcp-servers.js';
 import { parseMcpServers, type McpServerConfig } from '../tools/mcp/mcp-servers-config.js';
 import type { Platform } from '../platforms/platform.js';
-import { MattermostPlatform } from '../platforms/mattermost/mattermost-platform.js';
-import { MatrixPlatform } from '../platforms/matrix/matrix-platform.js';
-import { SlackPlatform } from '../platforms/slack/slack-platform.js';
-import { TelegramPlatform } from '../platforms/telegram/telegram-platform.js';
 import { WebhookPlatform } from '../platforms/webhook/webhook-platform.js';
 import { recordBackend } from '../store/data-dir-backend.js';
 import { acquireDataDirLock } from '../store/data-dir-lock.js';
@@ -124,24 +119,30 @@ async function assembleGateway(
   const storeWrites = new StoreWrites(logger);
   const store = storeWrites.watched(given);
   const platforms: Platform[] = [new WebhookPlatform({ ...config.webhook, idempotencyTtlMs: config.webhookIdempotencyMs, logger, keepBaggage: config.inboundBaggage })];
+  // Each platform's module is loaded only when it is on: their SDKs take a third of a second to load, all together.
   if (config.telegram !== undefined) {
+    const { TelegramPlatform } = await import('../platforms/telegram/telegram-platform.js');
     // Long polling on one instance at a time: two pollers steal each other's updates (409 Conflict).
     const pollingLease = backend !== undefined && config.telegram.mode === 'polling' ? { pollingLease: backend.leases } : {};
     platforms.push(new TelegramPlatform({ ...config.telegram, logger, keepBaggage: config.inboundBaggage, ...pollingLease }));
   }
-  if (config.slack !== undefined) platforms.push(new SlackPlatform({ ...config.slack, logger, keepBaggage: config.inboundBaggage }));
+  if (config.slack !== undefined) {
+    const { SlackPlatform } = await import('../platforms/slack/slack-platform.js');
+    platforms.push(new SlackPlatform({ ...config.slack, logger, keepBaggage: config.inboundBaggage }));
+  }
   if (config.mattermost !== undefined) {
+    const { MattermostPlatform } = await import('../platforms/mattermost/mattermost-platform.js');
     // One websocket at a time: two would each take every post.
     const lease = backend === undefined ? {} : { lease: backend.leases };
     platforms.push(new MattermostPlatform({ ...config.mattermost, logger, keepBaggage: config.inboundBaggage, syncTokens: store.syncTokens, ...lease }));
   }
   if (config.matrix !== undefined) {
+    const { MatrixPlatform } = await import('../platforms/matrix/matrix-platform.js');
     // One /sync loop at a time: two would take each batch twice and move the token under each other.
     const syncLease = backend === undefined ? {} : { syncLease: backend.leases };
     platforms.push(new MatrixPlatform({ ...config.matrix, logger, keepBaggage: config.inboundBaggage, syncTokens: store.syncTokens, ...syncLease }));
   }
   if (config.discord !== undefined) {
-    // Loaded only when on: its libraries take a quarter of a second to load.
     const { DiscordPlatform } = await import('../platforms/discord/discord-platform.js');
     // One Gateway connection at a time: two would each get every message. Its session is kept in the store for the next one.
     const gatewayLease = backend === undefined ? {} : { gatewayLease: backend.leases };
@@ -167,7 +168,7 @@ async function assembleGateway(
     config.tools,
     { schedules: backend?.schedules, tools: parts.tools },
   );
-  const agent = typeof parts.agent === 'function' ? parts.agent(toolbox) : (parts.agent ?? defaultAgent(config, toolbox, store, logger));
+  const agent = typeof parts.agent === 'function' ? parts.agent(toolbox) : (parts.agent ?? (await defaultAgent(config, toolbox, store, logger)));
   const gateway = new Gateway({
     store,
     storeWrites,
@@ -230,7 +231,7 @@ async function assembleGateway(
 }
 
 /** The command agent; with a model configured, the LLM agent in front of it. */
-function defaultAgent(config: GatewayConfig, toolbox: Toolbox, store: AnyStore, logger: Logger): Agent {
+async function defaultAgent(config: GatewayConfig, toolbox: Toolbox, store: AnyStore, logger: Logger): Promise<Agent> {
   const commands = new CommandAgent(toolbox.tools, async (destination) => {
     const [processes, schedules] = await Promise.all([store.processes.ofDestination(destination), store.schedules.ofDestination(destination)]);
     // An ended command is kept only until its report is sent: it no longer runs.
@@ -238,6 +239,8 @@ function defaultAgent(config: GatewayConfig, toolbox: Toolbox, store: AnyStore, 
   });
   const { llm } = config.tools;
   if (llm === undefined) return commands;
+  // Loaded only with a model configured, as the model's client library is.
+  const { LlmAgent } = await import('../agent/llm/llm-agent.js');
   const model = new LlmAgent({
     config: llm,
     tools: [...toolbox.tools.values()],

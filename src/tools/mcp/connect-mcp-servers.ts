@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import type { Tool } from '../tool.js';
 import { ThreadlineError, messageOf } from '../../errors.js';
-import { connectMcpServer, type McpConnection } from './mcp-connection.js';
+import type { McpConnection } from './mcp-connection.js';
 import type { McpServers } from './mcp-servers-config.js';
-import { mcpTools } from './mcp-tools.js';
+import type { mcpTools } from './mcp-tools.js';
 
 /** The tools of every configured MCP server, and the connections to close when the gateway stops. */
 export interface McpToolSources {
@@ -26,6 +26,8 @@ export interface ConnectMcpOptions {
 export async function connectMcpServers(servers: McpServers, options: ConnectMcpOptions): Promise<McpToolSources> {
   const entries = Object.entries(servers);
   if (entries.length === 0) return { tools: [], close: async () => {} };
+  // Loaded only when a server is configured: the MCP SDK takes a sixth of a second to load.
+  const [{ connectMcpServer }, { mcpTools }] = await Promise.all([import('./mcp-connection.js'), import('./mcp-tools.js')]);
   const settled = await Promise.allSettled(entries.map(([name, config]) => connectMcpServer(name, config, options)));
   const connections = settled.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   const close = async () => {
@@ -38,7 +40,7 @@ export async function connectMcpServers(servers: McpServers, options: ConnectMcp
     const tools: Tool[] = [];
     // In configuration order, so which of two same-named tools is kept does not depend on timing.
     for (const connection of connections) {
-      const listed = await listedTools(connection, { ...options, taken });
+      const listed = await listedTools(mcpTools, connection, { ...options, taken });
       options.logger.info({ mcpServer: connection.server, tools: listed.length }, 'MCP server connected');
       tools.push(...listed);
     }
@@ -49,9 +51,9 @@ export async function connectMcpServers(servers: McpServers, options: ConnectMcp
   }
 }
 
-async function listedTools(connection: McpConnection, options: Parameters<typeof mcpTools>[1]): Promise<Tool[]> {
+async function listedTools(list: typeof mcpTools, connection: McpConnection, options: Parameters<typeof mcpTools>[1]): Promise<Tool[]> {
   try {
-    return await mcpTools(connection, options);
+    return await list(connection, options);
   } catch (error) {
     throw new ThreadlineError('TL_CONFIG_INVALID', `MCP server "${connection.server}" did not list its tools: ${connection.redact(messageOf(error)).slice(0, 300)}`, { cause: error });
   }
