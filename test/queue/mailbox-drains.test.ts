@@ -18,7 +18,7 @@ afterEach(async () => {
   for (const item of items) if (item instanceof Redis) item.disconnect();
 });
 
-function setUp(slots: number, logger = pino({ level: 'silent' })) {
+function setUp(slots: number, logger = pino({ level: 'silent' }), options: { wake?: (key: string) => Promise<void>; sweepEveryMs?: number } = {}) {
   const raw = new Redis(redis.url, { maxRetriesPerRequest: null });
   open.push(raw);
   const keys = new RedisKeys(redis.prefix());
@@ -30,7 +30,8 @@ function setUp(slots: number, logger = pino({ level: 'silent' })) {
     queue: 'drains',
     prefix: keys.queuePrefix,
     slots,
-    wake: (key) => addDrainJob(queue, key),
+    wake: options.wake ?? ((key) => addDrainJob(queue, key)),
+    sweepEveryMs: options.sweepEveryMs,
     logger,
     what: 'test queue',
     mailboxesAre: 'conversations',
@@ -120,6 +121,34 @@ describe('MailboxDrains', () => {
     const claim = drains.claim();
     expect(claim).toBeDefined();
     drains.unclaimed(claim);
+  });
+
+  it('close waits for a sweep under way, so its drain jobs are added before the queue closes', async () => {
+    const woken: string[] = [];
+    let entered!: () => void;
+    const wakeEntered = new Promise<void>((resolve) => (entered = resolve));
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { drains, mailboxes, worker } = setUp(1, undefined, {
+      sweepEveryMs: 20,
+      wake: async (key) => {
+        entered();
+        await gate;
+        woken.push(key);
+      },
+    });
+    // Offered with no drain job, as by a producer that died between its push and its add: the sweep finds it.
+    await mailboxes.offer('chat-1', 'm-1', 'one');
+    await drains.start(worker(), async () => {});
+    await wakeEntered;
+    let closed = false;
+    const closing = drains.close().then(() => (closed = true));
+    // Without the wait, close resolves within a few commands; with it, never before the gate opens.
+    await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 1_000))]);
+    expect(closed).toBe(false);
+    release();
+    await closing;
+    expect(woken).toEqual(['chat-1']);
   });
 
   it('a drain job claims a mailbox nobody owns and drains it; release leaves what is left to the next job', async () => {
