@@ -104,7 +104,7 @@ async function run(
   const slots = options.concurrency * gateways.length;
   if (process.env['BENCH_SLOW_DEBUG'] === '1') {
     const sorted = [...quick].sort((a, b) => a - b).map((us) => Math.round(us / 1000));
-    console.error(name, `all posted at ${postedMs.toFixed(0)} ms; quick replies at (ms):`, [0, 0.1, 0.25, 0.5, 0.75, 0.9, 1].map((q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]).join(' '));
+    console.error(name, `started at ${startedUs} µs (CLOCK_MONOTONIC, as --cpu-prof's), all posted at ${postedMs.toFixed(0)} ms; quick replies at (ms):`, [0, 0.1, 0.25, 0.5, 0.75, 0.9, 1].map((q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]).join(' '));
   }
   return {
     name,
