@@ -55,6 +55,22 @@ describe('defineTool', () => {
     expect(assertThreadlineError(await rejectionOf(executeTool(tool, { xs: [1] }, call)), 'TL_TOOL_INPUT').message).toMatch(/xs/);
   });
 
+  it('checks each JSON Schema apart: two with one $id, a recursive one, each after others compiled', async () => {
+    const first = defineTool({ name: 'first', description: 'd', input: { $id: 'https://example.test/input', type: 'object', required: ['a'] }, run: () => 'first' });
+    const second = defineTool({ name: 'second', description: 'd', input: { $id: 'https://example.test/input', type: 'object', required: ['b'] }, run: () => 'second' });
+    expect(await executeTool(first, { a: 1 }, call)).toEqual({ text: 'first' });
+    expect(await executeTool(second, { b: 1 }, call)).toEqual({ text: 'second' });
+    expect(assertThreadlineError(await rejectionOf(executeTool(second, { a: 1 }, call)), 'TL_TOOL_INPUT').message).toMatch(/b/);
+    const tree = defineTool({
+      name: 'tree',
+      description: 'd',
+      input: { type: 'object', properties: { name: { type: 'string' }, children: { type: 'array', items: { $ref: '#' } } }, required: ['name'] },
+      run: () => 'tree',
+    });
+    expect(await executeTool(tree, { name: 'a', children: [{ name: 'b', children: [] }] }, call)).toEqual({ text: 'tree' });
+    expect(assertThreadlineError(await rejectionOf(executeTool(tree, { name: 'a', children: [{ children: [] }] }, call)), 'TL_TOOL_INPUT').message).toMatch(/name/);
+  });
+
   it('asks for `parameters` when a Standard Schema cannot give a JSON Schema, and uses them when given', async () => {
     const bare: StandardSchemaV1<{ n: number }> = {
       '~standard': {
@@ -74,6 +90,7 @@ describe('defineTool', () => {
     ['an empty description', { name: 'ok', description: ' ', input: z.object({}) }],
     ['an input that is no object', { name: 'ok', description: 'd', input: z.string() }],
     ['a JSON Schema Ajv cannot compile', { name: 'ok', description: 'd', input: { type: 'object', properties: { a: { type: 'nonsense' } } } }],
+    ['a JSON Schema whose $id is no string', { name: 'ok', description: 'd', input: { $id: 7, type: 'object' } }],
   ])('refuses %s with TL_CONFIG_INVALID', (_, definition) => {
     expectThreadlineError(() => defineTool({ ...(definition as Parameters<typeof defineTool>[0]), run: () => 'x' }), 'TL_CONFIG_INVALID');
   });
