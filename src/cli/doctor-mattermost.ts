@@ -1,7 +1,6 @@
 import { messageOf, ThreadlineError } from '../errors.js';
 import { readMattermostConfig, type MattermostConfig } from '../gateway/gateway-config.js';
-import { MattermostApiError, MattermostClient } from '../platforms/mattermost/mattermost-client.js';
-import { MattermostSocket } from '../platforms/mattermost/mattermost-socket.js';
+import type { MattermostClient } from '../platforms/mattermost/mattermost-client.js';
 import { safeUrl } from '../text/redact-secrets.js';
 
 /** One line of `threadline doctor`: passed, passed with something to fix (`warning`), or failed. */
@@ -28,6 +27,8 @@ export async function checkMattermost(env: NodeJS.ProcessEnv): Promise<Mattermos
   }
   if (config === undefined) return [];
   const where = `mattermost ${safeUrl(config.url)}`;
+  // Loaded only with Mattermost configured, as the gateway loads it: every other command starts without its SDK.
+  const { MattermostApiError, MattermostClient } = await import('../platforms/mattermost/mattermost-client.js');
   const client = new MattermostClient({ url: config.url, token: config.token, timeoutMs: TIMEOUT_MS });
   let me: { username: string; is_bot?: boolean };
   try {
@@ -38,7 +39,7 @@ export async function checkMattermost(env: NodeJS.ProcessEnv): Promise<Mattermos
       {
         ok: false,
         line: refused
-          ? `${where}: THREADLINE_MATTERMOST_TOKEN was refused (users/me answered ${(error as MattermostApiError).status}): make a new access token for the bot account`
+          ? `${where}: THREADLINE_MATTERMOST_TOKEN was refused (users/me answered ${(error as InstanceType<typeof MattermostApiError>).status}): make a new access token for the bot account`
           : `${where}: users/me failed: ${messageOf(error)}`,
       },
     ];
@@ -66,6 +67,7 @@ async function checkMembership(client: MattermostClient): Promise<MattermostChec
 
 async function checkWebsocket(config: MattermostConfig, where: string): Promise<MattermostCheck> {
   try {
+    const { MattermostSocket } = await import('../platforms/mattermost/mattermost-socket.js');
     const socket = await MattermostSocket.open({ url: config.url, token: config.token, connectTimeoutMs: TIMEOUT_MS, pingIntervalMs: 60_000, onEvent: () => {} });
     await socket.close();
     return { ok: true, line: `${where}: the websocket authenticates` };

@@ -7,24 +7,32 @@ import { describe, expect, it } from 'vitest';
 const run = promisify(execFile);
 const ROOT = new URL('../../', import.meta.url).pathname;
 
-/** Every bare specifier resolved while `module` (a path under ROOT) is imported, in a fresh Node. */
-async function librariesLoadedBy(module: string): Promise<Set<string>> {
-  const hook = `export async function resolve(specifier, context, next) {
-    if (!/^[.\\/]|^node:|^file:|^data:/.test(specifier)) process.stderr.write('loaded ' + specifier + '\\n');
+/** Every bare specifier resolved while Node runs `args`, in a fresh process. */
+async function librariesLoadedBy(args: readonly string[]): Promise<Set<string>> {
+  // writeSync: what a loader hook writes to process.stderr may be lost at exit.
+  const hook = `import { writeSync } from 'node:fs';
+  export async function resolve(specifier, context, next) {
+    if (!/^[.\\/]|^node:|^file:|^data:/.test(specifier)) writeSync(2, 'loaded ' + specifier + '\\n');
     return next(specifier, context);
   }`;
   const register = `import { register } from 'node:module'; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)});`;
-  const { stderr } = await run(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(register)}`, '--input-type=module', '-e', `await import(${JSON.stringify(`${ROOT}${module}`)})`], { cwd: ROOT });
+  const { stderr } = await run(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(register)}`, ...args], { cwd: ROOT });
   return new Set([...stderr.matchAll(/^loaded (\S+)$/gm)].map((match) => match[1]!.split('/').slice(0, match[1]!.startsWith('@') ? 2 : 1).join('/')));
 }
 
+const ON_DEMAND = ['grammy', '@slack/web-api', '@mattermost/client', 'matrix-js-sdk', '@discordjs/ws', '@discordjs/rest', 'openai', '@modelcontextprotocol/sdk'];
+
 describe('start-up libraries', () => {
   it('loads no platform SDK, model client or MCP client until one is configured', async () => {
-    const loaded = await librariesLoadedBy('dist/start/start-gateway.js');
+    const loaded = await librariesLoadedBy(['--input-type=module', '-e', `await import(${JSON.stringify(`${ROOT}dist/start/start-gateway.js`)})`]);
     // The hook saw the libraries every gateway needs: it would have seen these too.
     expect(loaded).toContain('fastify');
-    for (const library of ['grammy', '@slack/web-api', '@mattermost/client', 'matrix-js-sdk', '@discordjs/ws', '@discordjs/rest', 'openai', '@modelcontextprotocol/sdk']) {
-      expect(loaded, library).not.toContain(library);
-    }
+    for (const library of ON_DEMAND) expect(loaded, library).not.toContain(library);
+  });
+
+  it('the threadline command loads none of them either', async () => {
+    const loaded = await librariesLoadedBy([`${ROOT}dist/cli/threadline.js`, '--version']);
+    expect(loaded).toContain('commander');
+    for (const library of ON_DEMAND) expect(loaded, library).not.toContain(library);
   });
 });

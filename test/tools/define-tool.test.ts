@@ -55,9 +55,12 @@ describe('defineTool', () => {
     expect(assertThreadlineError(await rejectionOf(executeTool(tool, { xs: [1] }, call)), 'TL_TOOL_INPUT').message).toMatch(/xs/);
   });
 
-  it('checks each JSON Schema apart: two with one $id, a recursive one, each after others compiled', async () => {
+  it('checks each JSON Schema apart: two with one $id, a nested $id that is another\'s own, a recursive one', async () => {
     const first = defineTool({ name: 'first', description: 'd', input: { $id: 'https://example.test/input', type: 'object', required: ['a'] }, run: () => 'first' });
     const second = defineTool({ name: 'second', description: 'd', input: { $id: 'https://example.test/input', type: 'object', required: ['b'] }, run: () => 'second' });
+    // One tool's nested $id is another's own.
+    defineTool({ name: 'nested', description: 'd', input: { type: 'object', properties: { address: { $id: 'https://example.test/address', type: 'object' } } }, run: () => 'x' });
+    defineTool({ name: 'address', description: 'd', input: { $id: 'https://example.test/address', type: 'object' }, run: () => 'x' });
     expect(await executeTool(first, { a: 1 }, call)).toEqual({ text: 'first' });
     expect(await executeTool(second, { b: 1 }, call)).toEqual({ text: 'second' });
     expect(assertThreadlineError(await rejectionOf(executeTool(second, { a: 1 }, call)), 'TL_TOOL_INPUT').message).toMatch(/b/);
