@@ -51,8 +51,8 @@ export class MailboxDrains {
   private drain: Drain | undefined;
   private drainJobs: DrainJobs | undefined;
   private sweeper: NodeJS.Timeout | undefined;
-  /** A sweep under way (one waiting on Redis while it is away): the next one is skipped, and close() waits for it. */
-  private sweeping: Promise<void> | undefined;
+  /** A sweep under way (one waiting on Redis while it is away): the next one is skipped. */
+  private sweeping = false;
   /** Set by stop(): no claim at offer time, and a drain job fetched from now on is handed to another instance. */
   private stopped = false;
   /** Drains under way here, claimed at an offer or by a drain job. */
@@ -82,9 +82,7 @@ export class MailboxDrains {
     });
     await this.drainJobs.start((key) => this.take(key));
     const everyMs = options.sweepEveryMs ?? options.stalledIntervalMs ?? DEFAULT_SWEEP_EVERY_MS;
-    this.sweeper = setInterval(() => {
-      this.sweeping ??= this.sweep(everyMs).finally(() => (this.sweeping = undefined));
-    }, everyMs);
+    this.sweeper = setInterval(() => void this.sweep(everyMs), everyMs);
     this.sweeper.unref();
   }
 
@@ -130,10 +128,9 @@ export class MailboxDrains {
     while (this.underWay.size > 0) await Promise.allSettled([...this.underWay]);
   }
 
-  /** Stops, waits for a sweep under way (its drain jobs added while the queue is open), closes the drain jobs' worker (a job fetched but not yet taken goes back to the queue), and waits for every drain. */
+  /** Stops, closes the drain jobs' worker (a job fetched but not yet taken goes back to the queue), and waits for every drain. */
   async close(): Promise<void> {
     this.stop();
-    await this.sweeping;
     await this.drainJobs?.close();
     this.drainJobs = undefined;
     // A job being taken as the stop began may have started one more drain.
@@ -158,13 +155,23 @@ export class MailboxDrains {
 
   /** Gives a drain job to each mailbox with work that has neither an owner nor one (a producer died between its push and its add). */
   private async sweep(everyMs: number): Promise<void> {
+    if (this.sweeping) return;
+    this.sweeping = true;
     const { options } = this;
     try {
       const stuck = await options.mailboxes.stuck(options.queue, Date.now() - everyMs);
-      for (const key of stuck) await options.wake(key);
+      // Stopping: what is left is for the sweep of an instance that goes on, as the queue may close under this one.
+      for (const key of stuck) {
+        if (this.stopped) return;
+        await options.wake(key);
+      }
       if (stuck.length > 0) options.logger.warn({ [options.mailboxesAre]: stuck.length }, `gave ${options.mailboxesAre} with waiting work the drain job they lacked`);
     } catch (error) {
+      // A sweep cut short by the stop (its connection closed under it) is no failure to report.
+      if (this.stopped) return;
       options.logger.warn({ err: redisFailure(error) }, `could not look for ${options.mailboxesAre} without a drain job; trying again at the next sweep`);
+    } finally {
+      this.sweeping = false;
     }
   }
 }

@@ -123,32 +123,35 @@ describe('MailboxDrains', () => {
     drains.unclaimed(claim);
   });
 
-  it('close waits for a sweep under way, so its drain jobs are added before the queue closes', async () => {
+  it('a sweep under way wakes no more mailboxes once stopped', async () => {
     const woken: string[] = [];
     let entered!: () => void;
-    const wakeEntered = new Promise<void>((resolve) => (entered = resolve));
+    const firstWake = new Promise<void>((resolve) => (entered = resolve));
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
+    let secondWoken!: () => void;
+    const second = new Promise<void>((resolve) => (secondWoken = resolve));
     const { drains, mailboxes, worker } = setUp(1, undefined, {
       sweepEveryMs: 20,
       wake: async (key) => {
-        entered();
-        await gate;
         woken.push(key);
+        if (woken.length === 1) {
+          entered();
+          await gate;
+        } else secondWoken();
       },
     });
-    // Offered with no drain job, as by a producer that died between its push and its add: the sweep finds it.
+    // Offered with no drain job, as by producers that died between their push and their add: the sweep finds both.
     await mailboxes.offer('chat-1', 'm-1', 'one');
+    await mailboxes.offer('chat-2', 'm-2', 'two');
     await drains.start(worker(), async () => {});
-    await wakeEntered;
-    let closed = false;
-    const closing = drains.close().then(() => (closed = true));
-    // Without the wait, close resolves within a few commands; with it, never before the gate opens.
-    await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 1_000))]);
-    expect(closed).toBe(false);
+    await firstWake;
+    drains.stop();
     release();
-    await closing;
-    expect(woken).toEqual(['chat-1']);
+    // Were it to go on, the second wake would come within a few commands.
+    const outcome = await Promise.race([second.then(() => 'woken'), new Promise((resolve) => setTimeout(() => resolve('not woken'), 1_000))]);
+    expect(outcome).toBe('not woken');
+    expect(woken).toHaveLength(1);
   });
 
   it('a drain job claims a mailbox nobody owns and drains it; release leaves what is left to the next job', async () => {
