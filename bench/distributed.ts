@@ -187,6 +187,7 @@ function reportSlowTurns(results: readonly SlowTurnsResult[]): void {
     console.log(`RESULT held_behind_slow_${result.name}=${result.heldBehindSlow}`);
     console.log(`RESULT slow_turns_gateway_cpu_ms_a_turn_${result.name}=${result.gatewayCpuMsATurn.toFixed(2)}`);
     if (result.name !== 'embedded') console.log(`RESULT slow_turns_redis_cpu_ms_a_turn_${result.name}=${result.redisCpuMsATurn.toFixed(2)}`);
+    if (result.name !== 'embedded') console.log(`RESULT slow_turns_redis_commands_a_turn_${result.name}=${result.redisCommandsATurn.toFixed(1)}`);
     console.log(`RESULT slow_turns_model_cpu_ms_a_turn_${result.name}=${result.modelCpuMsATurn.toFixed(2)}`);
   }
   const ratio = Number((of('redis_2').makespanMs / of('embedded').makespanMs).toFixed(2));

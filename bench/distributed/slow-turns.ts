@@ -7,6 +7,7 @@
  * conversations were held behind the slow turn (answered only after it could have ended).
  */
 import { spawn } from 'node:child_process';
+import { Redis } from 'ioredis';
 import { createInterface } from 'node:readline';
 import { root, startServer, stopServer, type RunningServer } from '../gateway/servers.js';
 import { gatewaySpec, type ConfigurationOptions } from './configurations.js';
@@ -33,6 +34,20 @@ export interface SlowTurnsResult {
   readonly redisCpuMsATurn: number;
   /** The same for the fake model, which both set-ups share. */
   readonly modelCpuMsATurn: number;
+  /** Commands Redis ran over the same span (INFO commandstats, scripts counted as one), over the quick turns; 0 embedded. */
+  readonly redisCommandsATurn: number;
+}
+
+/** Calls of each command Redis has run so far (INFO commandstats). */
+async function commandCounts(redis: BenchRedis | undefined): Promise<Map<string, number>> {
+  if (redis === undefined) return new Map();
+  const client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+  try {
+    const info = await client.info('commandstats');
+    return new Map([...info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((match) => [match[1]!, Number(match[2])]));
+  } finally {
+    client.disconnect();
+  }
 }
 
 /** Runs the scenario on each set-up in turn, with one fake model for both. */
@@ -81,6 +96,7 @@ async function run(
 ): Promise<SlowTurnsResult> {
   await sink.reset();
   const cpu = () => ({ ...cpuOf({ gateways, redis }), modelUs: cpuTime(modelPid).totalUs });
+  const commandsBefore = await commandCounts(redis);
   const cpuBefore = cpu();
   const startedUs = Number(process.hrtime.bigint() / 1000n);
   const post = (index: number, chat: string, text: string) =>
@@ -98,12 +114,16 @@ async function run(
   await sink.awaitDeliveries(options.conversations, options.slowMs + 120_000);
   // Read when the quick replies are in: the slow turn only waits from here on.
   const cpuAfter = cpu();
+  const commandsAfter = await commandCounts(redis);
+  // The two INFO calls themselves and this client's HELLO/CLIENT are not the gateways': a handful against thousands.
+  const ran = [...commandsAfter].map(([name, calls]) => [name, calls - (commandsBefore.get(name) ?? 0)] as const).filter(([, calls]) => calls > 0);
   await sink.awaitDeliveries(options.conversations + 1, options.slowMs + 120_000);
   const arrivals = await sink.arrivals();
   const quick = Array.from({ length: options.conversations }, (_, i) => (arrivals.get(`you said: q${i} m0`) ?? Infinity) - startedUs);
   const slots = options.concurrency * gateways.length;
   if (process.env['BENCH_SLOW_DEBUG'] === '1') {
     const sorted = [...quick].sort((a, b) => a - b).map((us) => Math.round(us / 1000));
+    if (ran.length > 0) console.error(name, 'Redis commands a quick turn:', ran.sort((a, b) => b[1] - a[1]).map(([command, calls]) => `${command} ${(calls / options.conversations).toFixed(2)}`).join(', '));
     console.error(name, `started at ${startedUs} µs (CLOCK_MONOTONIC, as --cpu-prof's), all posted at ${postedMs.toFixed(0)} ms; quick replies at (ms):`, [0, 0.1, 0.25, 0.5, 0.75, 0.9, 1].map((q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]).join(' '));
   }
   return {
@@ -115,5 +135,6 @@ async function run(
     gatewayCpuMsATurn: (cpuAfter.gatewaysUs - cpuBefore.gatewaysUs) / 1000 / options.conversations,
     redisCpuMsATurn: (cpuAfter.redisUs - cpuBefore.redisUs) / 1000 / options.conversations,
     modelCpuMsATurn: (cpuAfter.modelUs - cpuBefore.modelUs) / 1000 / options.conversations,
+    redisCommandsATurn: ran.reduce((sum, [, calls]) => sum + calls, 0) / options.conversations,
   };
 }
