@@ -59,14 +59,14 @@ export function jsonSchemaInput(schema: JsonSchema, name: string): ToolInput<Rec
   const metaCheck = draft2020 ? (metaCheck2020 ??= new Ajv2020(AJV_OPTIONS)) : (metaCheck07 ??= new Ajv(AJV_OPTIONS));
   const refused = (reason: string, cause?: unknown) =>
     new ThreadlineError('TL_CONFIG_INVALID', `Tool ${name}: its input is not a JSON Schema Ajv can compile (${reason})`, cause === undefined ? undefined : { cause });
-  // validateSchema only reads the schema: the shared instance keeps nothing of it.
-  if (!metaCheck.validateSchema(schema)) throw refused(`schema is invalid: ${metaCheck.errorsText(metaCheck.errors)}`);
   let validate: ValidateFunction;
   try {
+    // validateSchema only reads the schema: the shared instance keeps nothing of it. It throws for a `$schema` it does not know.
+    if (!metaCheck.validateSchema(schema)) throw refused(`schema is invalid: ${metaCheck.errorsText(metaCheck.errors)}`);
     const options = { ...AJV_OPTIONS, validateSchema: false };
     validate = (draft2020 ? new Ajv2020(options) : new Ajv(options)).compile(schema);
   } catch (error) {
-    throw refused((error as Error).message, error);
+    throw error instanceof ThreadlineError ? error : refused((error as Error).message, error);
   }
   return {
     jsonSchema: schema,

@@ -94,6 +94,7 @@ describe('defineTool', () => {
     ['an input that is no object', { name: 'ok', description: 'd', input: z.string() }],
     ['a JSON Schema Ajv cannot compile', { name: 'ok', description: 'd', input: { type: 'object', properties: { a: { type: 'nonsense' } } } }],
     ['a JSON Schema whose $id is no string', { name: 'ok', description: 'd', input: { $id: 7, type: 'object' } }],
+    ['a JSON Schema of a draft Ajv does not know', { name: 'ok', description: 'd', input: { $schema: 'http://json-schema.org/draft-04/schema#', type: 'object' } }],
   ])('refuses %s with TL_CONFIG_INVALID', (_, definition) => {
     expectThreadlineError(() => defineTool({ ...(definition as Parameters<typeof defineTool>[0]), run: () => 'x' }), 'TL_CONFIG_INVALID');
   });
