@@ -6,7 +6,7 @@ import { DiscordPlatform } from '../../../src/platforms/discord/discord-platform
 import { redisSyncTokens } from '../../../src/store/redis/redis-sync-tokens.js';
 import { FakeDiscord } from '../../../src/testing/index.js';
 import { until } from '../../helpers/gateway.js';
-import { countedLeases } from '../../helpers/counted-leases.js';
+import { countedLeases, type LeaseTries } from '../../helpers/counted-leases.js';
 import { useRedis } from '../../helpers/redis.js';
 
 const LEASE_MS = 300;
@@ -24,20 +24,15 @@ interface Instance {
   readonly platform: DiscordPlatform;
   readonly connection: Redis;
   readonly taken: InboundMessage[];
-  holds: boolean;
-  failedTries: number;
+  readonly tries: LeaseTries;
 }
 
 async function startInstance(name: string, redisUrl: string, prefix: string, fake: FakeDiscord): Promise<Instance> {
-  const { connection, keys, leases } = countedLeases({
+  const { connection, keys, leases, tries } = countedLeases({
     redisUrl,
     prefix,
     instanceId: name,
     leaseMs: LEASE_MS,
-    onAttempt: (held) => {
-      instance.holds = held;
-      if (!held) instance.failedTries++;
-    },
     closing,
   });
   const syncTokens = redisSyncTokens(connection, keys);
@@ -49,7 +44,7 @@ async function startInstance(name: string, redisUrl: string, prefix: string, fak
       return { messageId: `m${taken.length}`, sessionId: 's', traceId: '0'.repeat(32) };
     },
   };
-  const instance: Instance = { name, platform, connection, taken, holds: false, failedTries: 0 };
+  const instance: Instance = { name, platform, connection, taken, tries };
   platform.start(intake);
   closing.push(() => platform.close());
   return instance;
@@ -65,9 +60,9 @@ describe('the Discord Gateway on several instances', () => {
     const a = await startInstance('a', redis.url, prefix, fake);
     const b = await startInstance('b', redis.url, prefix, fake);
     await fake.connected(0, 5_000);
-    const [holder, waiter] = a.holds ? [a, b] : [b, a];
+    const [holder, waiter] = a.tries.holds ? [a, b] : [b, a];
     // Three tries of the waiter span a lease: it had every chance to connect too.
-    await until(() => waiter.failedTries >= 3, 5_000);
+    await until(() => waiter.tries.failed >= 3, 5_000);
     return { fake, holder, waiter };
   }
 

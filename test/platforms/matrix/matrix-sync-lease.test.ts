@@ -4,7 +4,7 @@ import { redisSyncTokens } from '../../../src/store/redis/redis-sync-tokens.js';
 import { FakeMatrix } from '../../../src/testing/fake-matrix.js';
 import { startLocalServer } from '../../../src/testing/local-server.js';
 import { until } from '../../helpers/gateway.js';
-import { countedLeases } from '../../helpers/counted-leases.js';
+import { countedLeases, type LeaseTries } from '../../helpers/counted-leases.js';
 import { useRedis } from '../../helpers/redis.js';
 import { matrixPlatform, takingIntake } from './matrix-platform.fixture.js';
 
@@ -25,8 +25,8 @@ interface Instance {
   readonly name: string;
   readonly platform: MatrixPlatform;
   readonly intake: ReturnType<typeof takingIntake>;
-  /** Tries of its lease that found it held by the other. */
-  failedTries: number;
+  /** Its lease's tries so far: those that found it held by the other, and whether it holds it. */
+  readonly tries: LeaseTries;
 }
 
 describe('matrix /sync on several instances', () => {
@@ -49,16 +49,15 @@ describe('matrix /sync on several instances', () => {
   }
 
   async function startInstance(name: string, fake: FakeMatrix, prefix: string, syncs: LoggedSync[]): Promise<Instance> {
-    const { connection, keys, leases } = countedLeases({
+    const { connection, keys, leases, tries } = countedLeases({
       redisUrl: redis.url,
       prefix,
       instanceId: name,
       leaseMs: LEASE_MS,
-      onAttempt: (held) => void (held ? undefined : instance.failedTries++),
       closing,
     });
     const platform = matrixPlatform({ fake, tokens: redisSyncTokens(connection, keys), homeserverUrl: await proxyFor(fake, name, syncs), syncLease: leases });
-    const instance: Instance = { name, platform, intake: takingIntake(), failedTries: 0 };
+    const instance: Instance = { name, platform, intake: takingIntake(), tries };
     platform.start(instance.intake);
     closing.push(() => platform.close());
     return instance;
@@ -77,7 +76,7 @@ describe('matrix /sync on several instances', () => {
     fake.postMessage('!room:fake.local', 'one', { threadRoot: '$t' });
     await until(() => holder.intake.taken.length === 1);
     // Three tries of the waiter span a lease: it had every chance to sync too.
-    await until(() => waiter.failedTries >= 3, 5_000);
+    await until(() => waiter.tries.failed >= 3, 5_000);
     expect(syncs.filter((sync) => sync.instance === waiter.name)).toEqual([]);
     await holder.platform.close();
     const stoppedAt = Date.now();

@@ -5,7 +5,7 @@ import { MattermostPlatform } from '../../../src/platforms/mattermost/mattermost
 import type { AcceptedMessage, InboundMessage, Intake } from '../../../src/platforms/platform.js';
 import { FakeMattermost } from '../../../src/testing/index.js';
 import { until } from '../../helpers/gateway.js';
-import { countedLeases } from '../../helpers/counted-leases.js';
+import { countedLeases, type LeaseTries } from '../../helpers/counted-leases.js';
 import { useRedis } from '../../helpers/redis.js';
 
 const LEASE_MS = 300;
@@ -34,22 +34,21 @@ interface Instance {
   readonly platform: MattermostPlatform;
   readonly connection: Redis;
   readonly intake: ReturnType<typeof sharedIntake>;
-  /** Tries for the lease that found it another's. */
-  failedTries: number;
+  /** Its lease's tries so far: those that found it another's, and whether it holds it. */
+  readonly tries: LeaseTries;
 }
 
 function startInstance(name: string, fake: FakeMattermost, redisUrl: string, prefix: string, keys: Set<string>): Instance {
-  const { connection, leases } = countedLeases({
+  const { connection, leases, tries } = countedLeases({
     redisUrl,
     prefix,
     instanceId: name,
     leaseMs: LEASE_MS,
-    onAttempt: (held) => void (held ? undefined : instance.failedTries++),
     closing,
   });
   const platform = new MattermostPlatform({ url: fake.url, token: fake.token, threadTopLevel: false, catchUpMs: 60_000, logger, lease: leases });
   const intake = sharedIntake(keys);
-  const instance: Instance = { platform, connection, intake, failedTries: 0 };
+  const instance: Instance = { platform, connection, intake, tries };
   platform.start(intake);
   closing.push(() => platform.close());
   return instance;
@@ -77,8 +76,8 @@ describe('the mattermost websocket on several instances', () => {
   it('keeps one websocket for all instances: each post is taken once, by the holder', async () => {
     const { fake, channelId, holder, waiter } = await twoInstances();
     // Three tries of the waiter span a lease: it had every chance to connect too.
-    const triesBefore = waiter.failedTries;
-    await until(() => waiter.failedTries >= triesBefore + 3, 5_000);
+    const triesBefore = waiter.tries.failed;
+    await until(() => waiter.tries.failed >= triesBefore + 3, 5_000);
     for (const text of ['one', 'two', 'three']) fake.userPost({ channelId, message: text });
     await until(() => holder.intake.taken.length === 4, 5_000);
     expect(fake.connections).toBe(1);

@@ -7,7 +7,7 @@ import { RedisKeys } from '../../../src/store/redis/redis-keys.js';
 import { FakeTelegram } from '../../../src/testing/fake-telegram.js';
 import { startLocalServer } from '../../../src/testing/local-server.js';
 import { until } from '../../helpers/gateway.js';
-import { countedLeases } from '../../helpers/counted-leases.js';
+import { countedLeases, type LeaseTries } from '../../helpers/counted-leases.js';
 import { useRedis } from '../../helpers/redis.js';
 
 const LEASE_MS = 300;
@@ -79,21 +79,20 @@ interface Instance {
   readonly platform: TelegramPlatform;
   readonly connection: Redis;
   readonly intake: ReturnType<typeof takingIntake>;
-  failedTries: number;
+  readonly tries: LeaseTries;
 }
 
 async function startInstance(name: string, redisUrl: string, prefix: string, apiRoot: string): Promise<Instance> {
-  const { connection, leases } = countedLeases({
+  const { connection, leases, tries } = countedLeases({
     redisUrl,
     prefix,
     instanceId: name,
     leaseMs: LEASE_MS,
-    onAttempt: (held) => void (held ? undefined : instance.failedTries++),
     closing,
   });
   const platform = new TelegramPlatform({ token: '1:test', mode: 'polling', apiRoot, logger, pollingLease: leases });
   const intake = takingIntake();
-  const instance: Instance = { name, platform, connection, intake, failedTries: 0 };
+  const instance: Instance = { name, platform, connection, intake, tries };
   platform.start(intake);
   closing.push(() => platform.close());
   return instance;
@@ -117,7 +116,7 @@ describe('telegram long polling on several instances', () => {
     await until(() => pollsOf(telegram.calls, 'a') + pollsOf(telegram.calls, 'b') > 0, 5_000);
     const [holder, waiter] = pollsOf(telegram.calls, 'a') > 0 ? [a, b] : [b, a];
     // Three tries of the waiter span a lease: it had every chance to poll too.
-    await until(() => waiter.failedTries >= 3, 5_000);
+    await until(() => waiter.tries.failed >= 3, 5_000);
     return { calls: telegram.calls, fake: telegram.fake, holder, waiter, prefix };
   }
 
