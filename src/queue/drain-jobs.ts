@@ -29,7 +29,7 @@ export interface DrainJobsOptions extends LeaseTimings {
   /** Names the queue in logs. */
   readonly what: string;
   /** After a Redis error, how long to wait before fetching again; default 15 s. */
-  readonly retryDelayMs?: number;
+  readonly retryDelayMs?: number | undefined;
 }
 
 /**

@@ -76,9 +76,9 @@ export class MailboxDrains {
       slots: this.slots,
       logger: options.logger,
       what: options.what,
-      ...(options.lockDurationMs === undefined ? {} : { lockDurationMs: options.lockDurationMs }),
-      ...(options.stalledIntervalMs === undefined ? {} : { stalledIntervalMs: options.stalledIntervalMs }),
-      ...(options.retryDelayMs === undefined ? {} : { retryDelayMs: options.retryDelayMs }),
+      lockDurationMs: options.lockDurationMs,
+      stalledIntervalMs: options.stalledIntervalMs,
+      retryDelayMs: options.retryDelayMs,
     });
     await this.drainJobs.start((key) => this.take(key));
     const everyMs = options.sweepEveryMs ?? options.stalledIntervalMs ?? DEFAULT_SWEEP_EVERY_MS;
